@@ -1,0 +1,122 @@
+"""G1 storage performance: fio reports turned into Measurements against thresholds. Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ._fio import FioReport, combine, samples_support
+from ._settings import Ceilings, G1Limits
+from ._steady import SteadyStateUnavailable, snia_steady_state
+from ._verdict import Limit, Measurement, Outcome
+
+BW_TITLES = {
+    "seqread": ("Sequential read 1 MiB bandwidth", "seq_read_bw_min", "read"),
+    "seqwrite": ("Sequential write 1 MiB bandwidth", "seq_write_bw_min", "write"),
+    "kvrestore": ("KV-restore read bandwidth", "kv_restore_bw_min", "read"),
+}
+
+
+def bandwidth_unit(limit_bytes: float) -> tuple[str, float]:
+    """Display unit for a bandwidth: GB/s for array-sized limits, MB/s for small ones."""
+    return ("GB/s", 1e9) if limit_bytes >= 1e9 else ("MB/s", 1e6)
+
+
+def _efficiency(bw: float, ceiling: float | None, label: str) -> str:
+    if not ceiling:
+        return ""
+    return f"{bw / ceiling * 100:.0f} % of the {ceiling / 1e9:.3g} GB/s ceiling" + (
+        f" ({label})" if label else "")
+
+
+class StepOutcome(BaseModel):
+    """What the suite hands the pure G1 rules: fio's report, or why there is none."""
+
+    report: FioReport | None = None
+    error: str = ""
+    evidence: list[str] = []
+
+    def problem(self) -> str:
+        """Why no figure can be taken from this step, or ""."""
+        return self.error or ("" if self.report else "fio produced no report")
+
+
+def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings) -> Measurement:
+    """A bandwidth job's summed bytes/s against its minimum, with efficiency vs the ceiling."""
+    title, limit_key, direction = BW_TITLES[key]
+    floor = getattr(limits, limit_key)
+    unit, scale = bandwidth_unit(floor)
+    limit = Limit.at_least(floor / scale, unit, key=f"g1.{limit_key}")
+    report, evidence = step.report, step.evidence
+    if step.problem():
+        return Measurement.error(title, step.problem(), limit, evidence=evidence)
+    bw = combine(report.named(key), direction).bw_bytes
+    ceiling = ceilings.read_bw if direction == "read" else ceilings.write_bw
+    return Measurement.measured(title, bw / scale, limit, evidence=evidence,
+                                note=_efficiency(bw, ceiling, ceilings.label))
+
+
+def steady_state(key: str, step: StepOutcome, limits: G1Limits) -> list[Measurement]:
+    """The two SNIA rules for a bandwidth job, recomputed from fio's steady-state window."""
+    title = BW_TITLES[key][0].replace(" bandwidth", "")
+    spread_limit = Limit.at_most(limits.steady_state_spread_max, "%",
+                                 key="g1.steady_state_spread_max")
+    slope_limit = Limit.at_most(limits.steady_state_slope_max, "%",
+                                key="g1.steady_state_slope_max")
+    names = (f"{title}: steady-state spread", f"{title}: steady-state slope")
+    evidence = step.evidence
+    if step.problem():
+        return [Measurement.error(n, step.problem(), lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    block = next((j.steadystate for j in step.report.named(key) if j.steadystate), None)
+    if block is None:
+        return [Measurement.error(n, "fio reported no steady-state block", lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    try:
+        ss = snia_steady_state(block.data.bw, block.attained, block.ss)
+    except SteadyStateUnavailable as exc:
+        return [Measurement.error(n, str(exc), lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    spread = Measurement.measured(names[0], ss.spread_pct, spread_limit, evidence=evidence,
+                                  note=ss.describe())
+    slope = Measurement.measured(names[1], ss.slope_pct, slope_limit, evidence=evidence,
+                                 note=ss.describe())
+    if limits.steady_state_required and not ss.fio_attained:
+        # The SNIA numbers may pass on a short window while fio never saw stability.
+        spread = spread.model_copy(update={"outcome": Outcome.FAIL, "note": ss.describe()
+                                           + "; g1.steady_state_required is true"})
+    return [spread, slope]
+
+
+def qd1_latency(step: StepOutcome, limits: G1Limits) -> Measurement:
+    """99th-percentile completion latency of 4 KiB random reads at QD1, if N supports it."""
+    limit_us = limits.randread_4k_qd1_p99_max * 1e6
+    limit = Limit.at_most(limit_us, "µs", key="g1.randread_4k_qd1_p99_max")
+    name = "4 KiB random read QD1 p99 latency"
+    evidence = step.evidence
+    if step.problem():
+        return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    clat = combine(step.report.named("randread-qd1"), "read").clat_ns
+    if not samples_support(clat.N, 99):
+        return Measurement.error(name, f"only {clat.N} I/Os; a p99 needs at least 1000 "
+                                 "(run longer: site.toml [fio] runtime)", limit,
+                                 evidence=evidence)
+    p99 = clat.percentile_ns(99)
+    if p99 is None:
+        return Measurement.error(name, "fio reported no latency percentiles", limit,
+                                 evidence=evidence)
+    p50 = clat.percentile_ns(50) or 0
+    return Measurement.measured(name, p99 / 1e3, limit, evidence=evidence,
+                                note=f"N = {clat.N}; p50 {p50 / 1e3:.0f} µs")
+
+
+def qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int]) -> Measurement:
+    """4 KiB random-read IOPS at the deepest queue of the sweep; the curve goes in the note."""
+    limit = Limit.at_least(limits.randread_4k_iops_min, "IO/s", key="g1.randread_4k_iops_min")
+    deepest, evidence = max(depths), step.evidence
+    if step.problem():
+        return Measurement.error(f"4 KiB random read IOPS at QD{deepest}", step.problem(), limit,
+                                 evidence=evidence)
+    curve = {qd: combine(step.report.named(f"randread-qd{qd}"), "read").iops for qd in depths}
+    note = "IOPS by queue depth: " + ", ".join(f"QD{q} {v:,.0f}" for q, v in curve.items())
+    return Measurement.measured(f"4 KiB random read IOPS at QD{deepest}", curve[deepest], limit,
+                                evidence=evidence, note=note)

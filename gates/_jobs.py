@@ -1,0 +1,99 @@
+"""The G1 fio job set, as data, and its rendering to a job file. Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ._settings import FioSettings
+
+READ_FILE = "kvgate-read.dat"
+WRITE_FILE = "kvgate-write.dat"
+
+
+class JobSection(BaseModel):
+    """One [section] of a job file."""
+
+    name: str
+    options: dict[str, str]
+
+
+class FioStep(BaseModel):
+    """One fio invocation: a job file of one or more jobs, and what it is for."""
+
+    key: str  # stable id, used for evidence file names and by the suite
+    title: str
+    jobs: list[JobSection]
+    seconds: float  # expected wall time, for the progress bar's ETA
+    direction: str = "read"
+
+
+def _ss(fio: FioSettings) -> dict[str, str]:
+    ss = fio.steady_state
+    return {"ss": ss.criterion, "ss_dur": f"{ss.window:g}s", "ss_ramp": f"{ss.ramp:g}s"}
+
+
+def _timed(seconds: float) -> dict[str, str]:
+    return {"time_based": "1", "runtime": f"{seconds:g}s"}
+
+
+def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
+    """Precondition, then sequential read/write, 4k QD1, the QD sweep and the KV-restore reads.
+
+    With a raw ``device`` (destructive, already confirmed) every job uses it instead of files.
+    """
+    size = str(fio.file_size)
+    read_file, write_file = (device, device) if device else (READ_FILE, WRITE_FILE)
+    seq = {"bs": str(fio.seq_block), "iodepth": str(fio.seq_iodepth), "size": size}
+    steps = [
+        FioStep(key="precondition", title="Precondition: write the test file fully",
+                seconds=fio.runtime, direction="write", jobs=[JobSection(
+                    name="precondition", options={
+                        "rw": "write", "filename": read_file,
+                        "loops": str(fio.precondition_passes), **seq})]),
+        FioStep(key="seqread", title="Sequential read, 1 MiB", seconds=fio.runtime,
+                jobs=[JobSection(name="seqread", options={
+                    "rw": "read", "filename": read_file, **seq, **_timed(fio.runtime),
+                    **_ss(fio)})]),
+        FioStep(key="seqwrite", title="Sequential write, 1 MiB", seconds=fio.runtime,
+                direction="write", jobs=[JobSection(name="seqwrite", options={
+                    "rw": "write", "filename": write_file, **seq, **_timed(fio.runtime),
+                    **_ss(fio)})]),
+        FioStep(key="randread-qd1", title="4 KiB random read, QD1", seconds=fio.runtime,
+                jobs=[JobSection(name="randread-qd1", options={
+                    "rw": "randread", "filename": read_file, "bs": "4k", "iodepth": "1",
+                    "size": size, **_timed(fio.runtime)})]),
+        FioStep(key="qd-sweep", title="4 KiB random read, queue-depth sweep",
+                seconds=fio.qd_sweep_runtime * len(fio.qd_sweep), jobs=[
+                    JobSection(name=f"randread-qd{qd}", options={
+                        "rw": "randread", "filename": read_file, "bs": "4k", "iodepth": str(qd),
+                        "size": size, "stonewall": "1", **_timed(fio.qd_sweep_runtime)})
+                    for qd in fio.qd_sweep]),
+        FioStep(key="kvrestore", title="KV restore: random reads of KV-chunk blocks",
+                seconds=fio.runtime, jobs=[JobSection(name="kvrestore", options={
+                    "rw": "randread", "filename": read_file, "bs": str(fio.kv_block),
+                    "iodepth": str(fio.kv_iodepth), "numjobs": str(fio.kv_jobs),
+                    "group_reporting": "1", "size": size, **_timed(fio.runtime), **_ss(fio)})]),
+    ]
+    return steps
+
+
+def render_jobfile(step: FioStep, directory: str, fio: FioSettings) -> str:
+    """The job file text: a [global] section that pins every file under ``directory``."""
+    lines = ["# written by kvgate; every file lives under the target directory", "[global]",
+             *([f"directory={directory}"] if directory else []), f"ioengine={fio.ioengine}",
+             f"direct={int(fio.direct)}", "thread=0", ""]
+    for job in step.jobs:
+        lines.append(f"[{job.name}]")
+        lines.extend(f"{k}={v}" for k, v in job.options.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def files_written(steps: list[FioStep]) -> set[str]:
+    """Every file name the job set can create, so safety checks can vet them."""
+    return {job.options["filename"] for step in steps for job in step.jobs}
+
+
+def bytes_needed(fio: FioSettings) -> int:
+    """Space the job set needs on the target: the read file and the write file."""
+    return 2 * fio.file_size

@@ -1,0 +1,81 @@
+"""GateRecord: one gate's measurements, verdict and the traceability that makes it signable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, Field, computed_field
+
+from ._verdict import Measurement, Outcome, failures_first, gate_verdict
+
+GATES = ("g1", "g2", "g3", "g4")
+GATE_TITLES = {
+    "g1": "G1 arrival acceptance",
+    "g2": "G2 single-node baseline",
+    "g3": "G3 main gate",
+    "g4": "G4 stability soak",
+}
+
+
+def upstream_gate(gate: str) -> str | None:
+    """The gate that must have passed before this one: g2 needs g1, and so on."""
+    index = GATES.index(gate)
+    return GATES[index - 1] if index else None
+
+
+class UpstreamRef(BaseModel):
+    """Which upstream record a gate stood on, by id and hash."""
+
+    gate: str
+    run_id: str
+    verdict: Outcome
+    record_sha256: str
+
+
+class GateRecord(BaseModel):
+    """A gate's result: the verdict is computed from the measurements, never set by hand."""
+
+    gate: str
+    run_id: str
+    site: str
+    started: str
+    finished: str = ""
+    measurements: list[Measurement] = Field(default_factory=list)
+    thresholds_revision: str = ""
+    thresholds_sha256: str = ""
+    site_sha256: str = ""
+    limits_profile: str = ""
+    tool_versions: dict[str, str] = Field(default_factory=dict)
+    upstream: UpstreamRef | None = None
+    forced: bool = False
+    deviations: list[str] = Field(default_factory=list)
+    evidence: dict[str, str] = Field(default_factory=dict)  # relative path -> SHA-256
+
+    @computed_field
+    @property
+    def verdict(self) -> Outcome:
+        """The gate verdict; an empty gate or an all-ERROR gate is never PASS."""
+        return gate_verdict([m.outcome for m in self.measurements])
+
+    @property
+    def title(self) -> str:
+        """Human title of the gate, e.g. "G1 arrival acceptance"."""
+        return GATE_TITLES.get(self.gate, self.gate.upper())
+
+    def ordered(self) -> list[Measurement]:
+        """Measurements with failures first."""
+        return failures_first(self.measurements)
+
+    def counts(self) -> dict[str, int]:
+        """How many measurements ended in each outcome."""
+        return {o.value: sum(m.outcome is o for m in self.measurements) for o in Outcome
+                if any(m.outcome is o for m in self.measurements)}
+
+    def canonical_json(self) -> str:
+        """The record as stable JSON: sorted keys, so its hash is reproducible."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, indent=2)
+
+    def sha256(self) -> str:
+        """SHA-256 of the canonical JSON."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()

@@ -1,0 +1,91 @@
+"""The command-runner seam: every external tool (fio, mdadm, nvme…) runs through one of these."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+Tick = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished command left behind."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+    timed_out: bool = False
+
+
+class ToolMissing(Exception):
+    """The command's executable is not installed; the message says what to install."""
+
+
+class CommandRunner(Protocol):
+    """Runs argv with a timeout; calls on_tick(elapsed seconds) while it waits."""
+
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None,
+            on_tick: Tick | None = None) -> Completed: ...
+
+
+# Where to get each tool we call, named in the error when it is missing.
+INSTALL_HINTS = {
+    "fio": "install fio (Debian/Ubuntu: apt-get install fio; RHEL: dnf install fio)",
+}
+
+
+class SubprocessRunner:
+    """The real runner: a child process in its own session, killed whole on timeout."""
+
+    def __init__(self, tick_interval: float = 0.25):
+        self.tick_interval = tick_interval
+
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None,
+            on_tick: Tick | None = None) -> Completed:
+        """Run argv to completion or until timeout seconds have passed."""
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(list(argv), cwd=cwd, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+        except FileNotFoundError:
+            hint = INSTALL_HINTS.get(Path(argv[0]).name, f"install {argv[0]}")
+            raise ToolMissing(f"'{argv[0]}' not found on PATH: {hint}") from None
+        timed_out = False
+        while True:
+            try:
+                out, err = proc.communicate(timeout=self.tick_interval)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - start
+                if on_tick:
+                    on_tick(elapsed)
+                if elapsed > timeout:
+                    timed_out = True
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    out, err = proc.communicate()
+                    break
+        return Completed(tuple(argv), proc.returncode, out, err,
+                         time.monotonic() - start, timed_out)
+
+
+class ScriptedRunner:
+    """Test double: answers each command from a handler, as httpx's MockTransport does."""
+
+    def __init__(self, handler: Callable[[tuple[str, ...]], Completed]):
+        self.handler = handler
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None,
+            on_tick: Tick | None = None) -> Completed:
+        """Record the call and return the handler's answer."""
+        self.calls.append(tuple(argv))
+        return self.handler(tuple(argv))

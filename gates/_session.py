@@ -1,0 +1,131 @@
+"""A gate run: configuration, the store, upstream checks, and the records written at the end."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from ._config import LoadedFile, load_site, load_thresholds
+from ._record import GateRecord, UpstreamRef, upstream_gate
+from ._report import write_reports
+from ._settings import Site, Thresholds
+from ._store import Store, new_run_id, utc_now
+from ._verdict import Measurement, Outcome
+
+
+@dataclass
+class RunOptions:
+    """What the user asked for on the command line."""
+
+    site: Path
+    thresholds: Path
+    out: Path
+    run_id: str = ""
+    force: bool = False
+    destructive: bool = False
+    confirm_serial: str = ""
+
+
+def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | None, str]:
+    """The upstream record a gate stands on, and why it blocks the gate ("" if it does not)."""
+    before = upstream_gate(gate)
+    if before is None:
+        return None, ""
+    found = store.latest_record(before, site)
+    if found is None:
+        return None, f"no {before.upper()} record for site '{site}': run {before} first"
+    record, digest = found
+    ref = UpstreamRef(gate=before, run_id=record.run_id, verdict=record.verdict,
+                      record_sha256=digest)
+    if record.verdict is not Outcome.PASS:
+        return ref, (f"{before.upper()} did not pass (run {record.run_id}: "
+                     f"{record.verdict.value})")
+    return ref, ""
+
+
+@dataclass
+class GateSession:
+    """One run of one or more gates, sharing a run id, a store and the configuration."""
+
+    options: RunOptions
+    site: Site
+    thresholds: Thresholds
+    site_file: LoadedFile
+    thresholds_file: LoadedFile
+    store: Store
+    run_id: str
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    started: dict[str, str] = field(default_factory=dict)
+    upstream: dict[str, tuple[UpstreamRef | None, str]] = field(default_factory=dict)
+    deviations: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, options: RunOptions) -> GateSession:
+        """Load and validate both files, open the store and register the run."""
+        site, site_file = load_site(options.site)
+        thresholds, thresholds_file = load_thresholds(options.thresholds,
+                                                      site.site.limits_profile)
+        store = Store(options.out)
+        run_id = options.run_id or new_run_id()
+        session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
+        session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
+                                 "platform": platform.platform()}
+        store.begin_run(run_id, site.site.name, site_sha256=site_file.sha256,
+                        thresholds_revision=thresholds.meta.revision,
+                        thresholds_sha256=thresholds_file.sha256,
+                        limits_profile=thresholds.profile,
+                        tool_versions=session.tool_versions)
+        return session
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Where this run's raw evidence files go."""
+        return self.store.run_dir(self.run_id) / "evidence"
+
+    def blocked_reason(self, gate: str) -> str:
+        """Why this gate may not run now ("" if it may); --force turns a block into a note."""
+        if gate not in self.upstream:
+            self.upstream[gate] = upstream_problem(self.store, gate, self.site.site.name)
+        reason = self.upstream[gate][1]
+        if reason and self.options.force:
+            self.deviate(gate, f"FORCED: run despite the upstream gate: {reason}")
+            return ""
+        return reason
+
+    def deviate(self, gate: str, text: str) -> None:
+        """Record a deviation from the procedure, shown on the gate's report."""
+        notes = self.deviations.setdefault(gate, [])
+        if text not in notes:
+            notes.append(text)
+
+    def record(self, gate: str, measurement: Measurement) -> None:
+        """Store one measurement of a gate the moment it is made."""
+        self.started.setdefault(gate, utc_now())
+        self.store.add_measurement(self.run_id, gate, measurement)
+
+    def add_evidence(self, path: Path) -> str:
+        """Hash an evidence file into the manifest; returns its run-relative name."""
+        self.store.add_evidence(self.run_id, path)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
+
+    def finish(self) -> list[tuple[GateRecord, dict[str, Path]]]:
+        """Build, store and report a record for every gate that recorded anything."""
+        done = []
+        for gate in sorted(self.started):
+            upstream = self.upstream.get(gate, (None, ""))[0]
+            record = GateRecord(
+                gate=gate, run_id=self.run_id, site=self.site.site.name,
+                started=self.started[gate], finished=utc_now(),
+                measurements=self.store.measurements(self.run_id, gate),
+                thresholds_revision=self.thresholds.meta.revision,
+                thresholds_sha256=self.thresholds_file.sha256,
+                site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
+                tool_versions=self.tool_versions, upstream=upstream,
+                forced=self.options.force and bool(self.deviations.get(gate)),
+                deviations=self.deviations.get(gate, []),
+                evidence=self.store.manifest(self.run_id))
+            self.store.save_record(record)
+            done.append((record, write_reports(record, self)))
+        return done

@@ -1,0 +1,165 @@
+"""The shapes of thresholds.toml and site.toml. Every key is declared; unknown keys are errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from ._units import Duration, Percent, Rate, Size
+
+
+class Strict(BaseModel):
+    """A TOML table: unknown keys are rejected, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# ---- thresholds.toml -------------------------------------------------------------------
+
+class Meta(Strict):
+    revision: str = Field(min_length=1)
+    title: str = ""
+
+
+class Decision(Strict):
+    statistic: Literal["point", "lower_confidence_bound"] = "point"
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    marginal_band: Percent = 0.0
+
+
+class G1Limits(Strict):
+    seq_read_bw_min: Rate
+    seq_write_bw_min: Rate
+    kv_restore_bw_min: Rate
+    randread_4k_qd1_p99_max: Duration
+    randread_4k_iops_min: float = Field(gt=0)
+    steady_state_spread_max: Percent = 20.0
+    steady_state_slope_max: Percent = 10.0
+    steady_state_required: bool = True
+
+
+class G2Limits(Strict):
+    cv_max: Percent = 5.0
+    request_errors_max: int = Field(default=0, ge=0)
+    concurrency: list[PositiveInt] = [8, 16]
+    repetitions: PositiveInt = 3
+
+
+class G3Limits(Strict):
+    ttft_p50_reduction_min: Percent = 25.0
+    throughput_gain_min: Percent = 29.0
+    throughput_gain_claimed_max: Percent = 40.0
+    storage_read_fraction_min: Percent = 90.0
+    correctness_tokens: PositiveInt = 16
+
+
+class G4Limits(Strict):
+    duration: Duration = 72 * 3600.0
+    window: Duration = 300.0
+    request_errors_max: int = Field(default=0, ge=0)
+    verify_errors_max: int = Field(default=0, ge=0)
+    throughput_floor: Percent = 90.0
+    ttft_drift_max: Percent = 10.0
+    gap_max: Duration = 1800.0
+
+
+class Thresholds(Strict):
+    meta: Meta
+    decision: Decision = Decision()
+    g1: G1Limits
+    g2: G2Limits = G2Limits()
+    g3: G3Limits = G3Limits()
+    g4: G4Limits = G4Limits()
+    # Set by the loader, not by the file: which [profiles.NAME] was applied.
+    profile: str = Field(default="", exclude=True)
+    profile_description: str = Field(default="", exclude=True)
+
+
+# ---- site.toml -------------------------------------------------------------------------
+
+class SiteInfo(Strict):
+    name: str = Field(min_length=1)
+    customer: str = ""
+    location: str = ""
+    procedure: str = "kvgate acceptance procedure"
+    limits_profile: str = ""
+
+
+class Target(Strict):
+    directory: Path
+    create: bool = False
+    min_free: Size = 0
+    device: str = ""  # a raw block device: destructive, needs --destructive and the serial
+
+
+class SteadyState(Strict):
+    criterion: str = "bw:20%"
+    window: Duration = 10.0
+    ramp: Duration = 2.0
+
+    @field_validator("criterion")
+    @classmethod
+    def _fio_form(cls, value: str) -> str:
+        kind, _, limit = value.partition(":")
+        if kind not in ("iops", "iops_slope", "bw", "bw_slope") or not limit:
+            raise ValueError("must be fio's ss= form, e.g. 'bw:20%' or 'iops_slope:0.5%'")
+        return value
+
+
+class FioSettings(Strict):
+    binary: str = "fio"
+    file_size: Size
+    runtime: Duration = 30.0
+    ioengine: str = "libaio"
+    direct: bool = True
+    timeout: Duration = 600.0
+    seq_block: Size = 1024**2
+    seq_iodepth: PositiveInt = 16
+    qd_sweep: list[PositiveInt] = [1, 4, 16, 32]
+    qd_sweep_runtime: Duration = 10.0
+    kv_block: Size = 256 * 1024
+    kv_jobs: PositiveInt = 4
+    kv_iodepth: PositiveInt = 4
+    precondition_passes: PositiveInt = 2
+    steady_state: SteadyState = SteadyState()
+    hosts: list[str] = []  # multi-host: fio --client=HOST for each; empty = this machine
+    server_port: int = Field(default=8765, gt=0, lt=65536)
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> FioSettings:
+        ss = self.steady_state
+        if self.runtime < ss.ramp + ss.window + 1:
+            raise ValueError(f"runtime {self.runtime:g}s leaves no room for the steady-state "
+                             f"window: it must be at least steady_state.ramp + window + 1s "
+                             f"= {ss.ramp + ss.window + 1:g}s")
+        return self
+
+
+class Topology(Strict):
+    raid_level: int | None = None
+    members: PositiveInt | None = None
+    chunk: Size | None = None
+    filesystem: str = "xfs"
+    transport: Literal["pcie", "tcp", "rdma", "local"] = "local"
+    link_speed: Rate | None = None
+
+
+class Ceilings(Strict):
+    read_bw: Rate | None = None
+    write_bw: Rate | None = None
+    label: str = ""  # what the ceiling is, e.g. "100GbE, 12.5 GB/s per direction"
+
+
+class Site(Strict):
+    site: SiteInfo
+    target: Target
+    fio: FioSettings
+    topology: Topology = Topology()
+    ceilings: Ceilings = Ceilings()
+
+    def resolve_paths(self, base: Path) -> None:
+        """Make the target directory absolute, relative to the site file's folder."""
+        directory = self.target.directory.expanduser()
+        self.target.directory = directory if directory.is_absolute() else base / directory

@@ -1,0 +1,171 @@
+"""The results store: SQLite in WAL mode, written as things happen; nothing is overwritten."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import secrets
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from ._record import GateRecord
+from ._verdict import Measurement
+
+DB_NAME = "kvgate.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, started TEXT NOT NULL, site TEXT NOT NULL, site_sha256 TEXT,
+    thresholds_revision TEXT, thresholds_sha256 TEXT, limits_profile TEXT,
+    tool_versions TEXT, argv TEXT);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, gate TEXT NOT NULL,
+    name TEXT NOT NULL, value REAL, unit TEXT, limit_text TEXT, outcome TEXT NOT NULL,
+    body TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS samples (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, gate TEXT NOT NULL,
+    series TEXT NOT NULL, t REAL NOT NULL, value REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS gate_records (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, gate TEXT NOT NULL,
+    site TEXT NOT NULL, verdict TEXT NOT NULL, forced INTEGER NOT NULL, body TEXT NOT NULL,
+    sha256 TEXT NOT NULL, created TEXT NOT NULL, UNIQUE (run_id, gate));
+CREATE TABLE IF NOT EXISTS evidence (
+    run_id TEXT NOT NULL REFERENCES runs, path TEXT NOT NULL, sha256 TEXT NOT NULL,
+    bytes INTEGER NOT NULL, PRIMARY KEY (run_id, path));
+"""
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO 8601, the only timestamp form the store holds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """A fresh run id: UTC time plus random suffix, e.g. 20261129T170000Z-3f9a1c."""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_new(path: Path, text: str) -> Path:
+    """Write a file that must not exist yet: the store never overwrites."""
+    with path.open("x", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+class RunInfo(dict):
+    """A run's row in the store (a plain mapping of column to value)."""
+
+
+class Store:
+    """One SQLite file under the output directory, plus one folder per run."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = Path(out_dir).resolve()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.out_dir / DB_NAME, isolation_level=None, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def run_dir(self, run_id: str) -> Path:
+        """The folder holding a run's reports; evidence lives in its evidence/ subfolder."""
+        return self.out_dir / run_id
+
+    def begin_run(self, run_id: str, site: str, **facts) -> Path:
+        """Register a new run and create its folders; an existing run id is an error."""
+        folder = self.run_dir(run_id)
+        (folder / "evidence").mkdir(parents=True, exist_ok=False)
+        self.db.execute(
+            "INSERT INTO runs (run_id, started, site, site_sha256, thresholds_revision, "
+            "thresholds_sha256, limits_profile, tool_versions, argv) VALUES (?,?,?,?,?,?,?,?,?)",
+            (run_id, utc_now(), site, facts.get("site_sha256", ""),
+             facts.get("thresholds_revision", ""), facts.get("thresholds_sha256", ""),
+             facts.get("limits_profile", ""), json.dumps(facts.get("tool_versions", {})),
+             json.dumps(facts.get("argv", []))))
+        return folder
+
+    def run(self, run_id: str) -> RunInfo | None:
+        """A run's row, or None."""
+        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return RunInfo(row) if row else None
+
+    def add_measurement(self, run_id: str, gate: str, m: Measurement) -> None:
+        """Store one measurement the moment it is made."""
+        self.db.execute(
+            "INSERT INTO measurements (run_id, gate, name, value, unit, limit_text, outcome, "
+            "body, created) VALUES (?,?,?,?,?,?,?,?,?)",
+            (run_id, gate, m.name, m.value, m.unit, str(m.limit) if m.limit else "",
+             m.outcome.value, m.model_dump_json(), utc_now()))
+
+    def measurements(self, run_id: str, gate: str) -> list[Measurement]:
+        """A gate's measurements in the order they were made."""
+        rows = self.db.execute("SELECT body FROM measurements WHERE run_id = ? AND gate = ? "
+                               "ORDER BY id", (run_id, gate))
+        return [Measurement.model_validate_json(r["body"]) for r in rows]
+
+    def add_samples(self, run_id: str, gate: str, series: str,
+                    points: Iterable[tuple[float, float]]) -> None:
+        """Store a time series (t, value) behind a measurement."""
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO samples (run_id, gate, series, t, value) VALUES (?,?,?,?,?)",
+                [(run_id, gate, series, t, v) for t, v in points])
+
+    def samples(self, run_id: str, series: str) -> list[tuple[float, float]]:
+        """A stored time series."""
+        rows = self.db.execute("SELECT t, value FROM samples WHERE run_id = ? AND series = ? "
+                               "ORDER BY id", (run_id, series))
+        return [(r["t"], r["value"]) for r in rows]
+
+    def add_evidence(self, run_id: str, path: Path) -> str:
+        """Record an evidence file's SHA-256 in the manifest and return it."""
+        digest = sha256_file(path)
+        relative = path.relative_to(self.run_dir(run_id)).as_posix()
+        self.db.execute("INSERT INTO evidence (run_id, path, sha256, bytes) VALUES (?,?,?,?)",
+                        (run_id, relative, digest, path.stat().st_size))
+        return digest
+
+    def manifest(self, run_id: str) -> dict[str, str]:
+        """Every evidence file of a run, relative path to SHA-256."""
+        rows = self.db.execute("SELECT path, sha256 FROM evidence WHERE run_id = ? "
+                               "ORDER BY path", (run_id,))
+        return {r["path"]: r["sha256"] for r in rows}
+
+    def save_record(self, record: GateRecord) -> str:
+        """Store a finished gate record once; returns its SHA-256."""
+        digest = record.sha256()
+        self.db.execute(
+            "INSERT INTO gate_records (run_id, gate, site, verdict, forced, body, sha256, "
+            "created) VALUES (?,?,?,?,?,?,?,?)",
+            (record.run_id, record.gate, record.site, record.verdict.value, int(record.forced),
+             record.canonical_json(), digest, utc_now()))
+        return digest
+
+    def records(self, run_id: str) -> list[GateRecord]:
+        """The gate records of one run, in gate order."""
+        rows = self.db.execute("SELECT body FROM gate_records WHERE run_id = ? ORDER BY gate",
+                               (run_id,))
+        return [GateRecord.model_validate_json(r["body"]) for r in rows]
+
+    def latest_record(self, gate: str, site: str) -> tuple[GateRecord, str] | None:
+        """The newest record of a gate for a site, with its stored SHA-256."""
+        row = self.db.execute("SELECT body, sha256 FROM gate_records WHERE gate = ? AND "
+                              "site = ? ORDER BY id DESC LIMIT 1", (gate, site)).fetchone()
+        return (GateRecord.model_validate_json(row["body"]), row["sha256"]) if row else None

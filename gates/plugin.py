@@ -1,0 +1,147 @@
+"""The pytest plugin: gate markers and options, fixture registration, and the gate records.
+
+Hooks live here and nowhere else; fixtures live in the repository's ``fixtures/`` folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from ._config import ConfigError
+from ._record import GATE_TITLES, GATES
+from ._session import GateSession, RunOptions
+from ._verdict import Measurement, Outcome
+
+MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
+           **{g: f"a check of {GATE_TITLES[g]}" for g in GATES}}
+SESSION_KEY = pytest.StashKey[GateSession | None]()
+RECORDED_KEY = pytest.StashKey[bool]()
+REPO = Path(__file__).resolve().parent.parent
+GATE_EXPR = re.compile(r"\b(gate|g[1-4])\b")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kvgate", "kvgate acceptance gates")
+    group.addoption("--site", default=None, help="site file (default: ./site.toml)")
+    group.addoption("--thresholds", default=None,
+                    help="limits file (default: ./thresholds.toml)")
+    group.addoption("--out", default=None, help="output folder for the store, reports and "
+                    "evidence (default: ./reports)")
+    group.addoption("--run-id", default="", help="run id to use (default: a new one)")
+    group.addoption("--force", action="store_true",
+                    help="run a gate even if its upstream gate did not pass (reported in red)")
+    group.addoption("--destructive", action="store_true",
+                    help="allow fio to write a raw block device named in [target] device")
+    group.addoption("--confirm-serial", default="",
+                    help="the raw device's serial, typed back to confirm --destructive")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[SESSION_KEY] = None
+    folder = REPO / "fixtures"
+    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        if path.name.startswith("_"):
+            continue
+        name = f"kvgate_fixtures_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        config.pluginmanager.register(module, name)
+
+
+def gates_selected(config: pytest.Config) -> bool:
+    """Whether the user asked for gate checks: -m gate, -m g1 …, or a path to a suite."""
+    return bool(GATE_EXPR.search(config.option.markexpr or "")) or (
+        config.args_source is not pytest.Config.ArgsSource.TESTPATHS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Plain `pytest` runs the framework's own tests; the gates touch real storage.
+    if gates_selected(config):
+        return
+    keep = [i for i in items if i.get_closest_marker("gate") is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+def item_gate(item: pytest.Item) -> str | None:
+    """The gate (g1…g4) a test belongs to, from its markers."""
+    return next((g for g in GATES if item.get_closest_marker(g)), None)
+
+
+def gate_session(config: pytest.Config) -> GateSession:
+    """The run's GateSession, opened on first use; a bad configuration stops the run."""
+    session = config.stash[SESSION_KEY]
+    if session is None:
+        opt = config.option
+        options = RunOptions(
+            site=Path(opt.site or "site.toml"), thresholds=Path(opt.thresholds or
+                                                                "thresholds.toml"),
+            out=Path(opt.out or "reports"), run_id=opt.run_id, force=opt.force,
+            destructive=opt.destructive, confirm_serial=opt.confirm_serial)
+        try:
+            session = GateSession.open(options)
+        except ConfigError as exc:
+            pytest.exit(f"configuration error: {exc}", returncode=2)
+        config.stash[SESSION_KEY] = session
+    return session
+
+
+def record_measurement(item: pytest.Item, measurement: Measurement) -> None:
+    """Store a test's measurement under its gate; the test's report shows it too."""
+    gate = item_gate(item)
+    if gate is None:
+        raise pytest.UsageError(f"{item.nodeid}: a gate check needs a g1…g4 marker")
+    gate_session(item.config).record(gate, measurement)
+    item.stash[RECORDED_KEY] = True
+    item.user_properties.append((measurement.name, f"{measurement.outcome.value}: "
+                                 f"{measurement.value} {measurement.unit} vs {measurement.limit}"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    gate = item_gate(item)
+    if gate is None:
+        return
+    reason = gate_session(item.config).blocked_reason(gate)
+    if reason:
+        record_measurement(item, Measurement.blocked(item.name, reason))
+        pytest.skip(f"BLOCKED: {reason}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    # A gate check that crashed or was skipped without recording must not vanish.
+    if (item_gate(item) and call.when != "teardown" and not item.stash.get(RECORDED_KEY, False)
+            and (report.failed or report.skipped)):
+        text = str(call.excinfo.value) if call.excinfo else "no measurement recorded"
+        record_measurement(item, Measurement.error(item.name, f"check did not measure: {text}"))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    gate_run = session.config.stash.get(SESSION_KEY, None)
+    if gate_run is None:
+        return
+    writer = session.config.pluginmanager.get_plugin("terminalreporter")
+    for record, files in gate_run.finish():
+        if writer:
+            writer.write_line(f"{record.title}: {record.verdict.value} — {files['html']}")
+    gate_run.store.close()
+
+
+def outcome_failure(measurement: Measurement) -> str:
+    """The text a gate check fails with, or "" when its outcome lets the test pass."""
+    if measurement.outcome in (Outcome.PASS, Outcome.NOT_APPLICABLE):
+        return ""
+    value = f"{measurement.value:.4g} {measurement.unit}" if measurement.value is not None \
+        else "not measured"
+    return (f"{measurement.outcome.value}: {measurement.name} = {value}; limit "
+            f"{measurement.limit or '—'}" + (f"; {measurement.note}" if measurement.note else ""))
