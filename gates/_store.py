@@ -7,7 +7,8 @@ import hashlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ._record import GateRecord
@@ -43,9 +44,22 @@ def utc_now() -> str:
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
-    """A fresh run id: UTC time plus random suffix, e.g. 20261129T170000Z-3f9a1c."""
+    """A fresh run id: UTC time plus random suffix, e.g. 20261129T170000Z-3f9a1c.
+
+    An aware ``now`` is converted to UTC; a naive one is taken to be UTC already.
+    """
     now = now or dt.datetime.now(dt.UTC)
+    if now.tzinfo is not None:
+        now = now.astimezone(dt.UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id names a folder under the output directory: a plain name, nothing more."""
+    if (not run_id or run_id in (".", "..") or "/" in run_id or "\\" in run_id
+            or any(ord(c) < 32 or c == "\x7f" for c in run_id)):
+        raise ValueError(f"invalid run id {run_id!r}: it must be a plain folder name")
+    return run_id
 
 
 def sha256_file(path: Path) -> str:
@@ -84,21 +98,54 @@ class Store:
         """Close the database connection."""
         self.db.close()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        # The connection autocommits (isolation_level=None); group statements explicitly.
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
     def run_dir(self, run_id: str) -> Path:
         """The folder holding a run's reports; evidence lives in its evidence/ subfolder."""
-        return self.out_dir / run_id
+        return self.out_dir / check_run_id(run_id)
 
     def begin_run(self, run_id: str, site: str, **facts) -> Path:
-        """Register a new run and create its folders; an existing run id is an error."""
+        """Register a new run and create its folders; an existing run id is an error.
+
+        Raises FileExistsError, and changes nothing, when the run id is already in the store
+        or its folder already exists.
+        """
         folder = self.run_dir(run_id)
-        (folder / "evidence").mkdir(parents=True, exist_ok=False)
-        self.db.execute(
-            "INSERT INTO runs (run_id, started, site, site_sha256, thresholds_revision, "
-            "thresholds_sha256, limits_profile, tool_versions, argv) VALUES (?,?,?,?,?,?,?,?,?)",
-            (run_id, utc_now(), site, facts.get("site_sha256", ""),
-             facts.get("thresholds_revision", ""), facts.get("thresholds_sha256", ""),
-             facts.get("limits_profile", ""), json.dumps(facts.get("tool_versions", {})),
-             json.dumps(facts.get("argv", []))))
+        with self._transaction():
+            try:
+                self.db.execute(
+                    "INSERT INTO runs (run_id, started, site, site_sha256, thresholds_revision, "
+                    "thresholds_sha256, limits_profile, tool_versions, argv) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)",
+                    (run_id, utc_now(), site, facts.get("site_sha256", ""),
+                     facts.get("thresholds_revision", ""), facts.get("thresholds_sha256", ""),
+                     facts.get("limits_profile", ""), json.dumps(facts.get("tool_versions", {})),
+                     json.dumps(facts.get("argv", []))))
+            except sqlite3.IntegrityError:
+                raise FileExistsError(f"run {run_id} is already in the store "
+                                      f"{self.out_dir / DB_NAME}; use a new run id") from None
+            # Inside the transaction: a folder that already exists rolls the row back.
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                raise FileExistsError(f"run folder {folder} already exists; kvgate never "
+                                      "writes into an earlier run's folder") from None
+            (folder / "evidence").mkdir()
         return folder
 
     def run(self, run_id: str) -> RunInfo | None:
@@ -123,7 +170,7 @@ class Store:
     def add_samples(self, run_id: str, gate: str, series: str,
                     points: Iterable[tuple[float, float]]) -> None:
         """Store a time series (t, value) behind a measurement."""
-        with self.db:
+        with self._transaction():
             self.db.executemany(
                 "INSERT INTO samples (run_id, gate, series, t, value) VALUES (?,?,?,?,?)",
                 [(run_id, gate, series, t, v) for t, v in points])
@@ -136,10 +183,20 @@ class Store:
 
     def add_evidence(self, run_id: str, path: Path) -> str:
         """Record an evidence file's SHA-256 in the manifest and return it."""
-        digest = sha256_file(path)
-        relative = path.relative_to(self.run_dir(run_id)).as_posix()
+        path = Path(path)
+        # The store's folder is resolved; resolve the file's folder too (not the file: a
+        # symbolic link to something outside the run is not evidence of the run).
+        located = path.parent.resolve() / path.name
+        try:
+            relative = located.relative_to(self.run_dir(run_id)).as_posix()
+        except ValueError:
+            raise ValueError(f"evidence {path} is not inside run folder "
+                             f"{self.run_dir(run_id)}") from None
+        if not located.is_file() or located.is_symlink():
+            raise ValueError(f"evidence {path} is not a regular file")
+        digest = sha256_file(located)
         self.db.execute("INSERT INTO evidence (run_id, path, sha256, bytes) VALUES (?,?,?,?)",
-                        (run_id, relative, digest, path.stat().st_size))
+                        (run_id, relative, digest, located.stat().st_size))
         return digest
 
     def manifest(self, run_id: str) -> dict[str, str]:
