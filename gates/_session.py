@@ -107,6 +107,7 @@ class GateSession:
 
     def add_evidence(self, path: Path) -> str:
         """Hash an evidence file into the manifest; returns its run-relative name."""
+        path = path.parent.resolve() / path.name
         self.store.add_evidence(self.run_id, path)
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
 

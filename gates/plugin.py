@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def gates_selected(config: pytest.Config) -> bool:
-    """Whether the user asked for gate checks: -m gate, -m g1 …, or a path to a suite."""
-    return bool(GATE_EXPR.search(config.option.markexpr or "")) or (
-        config.args_source is not pytest.Config.ArgsSource.TESTPATHS)
+    """Whether the user asked for gate checks: -m gate, -m g1 …, or a path inside suites/."""
+    if GATE_EXPR.search(config.option.markexpr or ""):
+        return True
+    suites = REPO / "suites"
+    return config.args_source is pytest.Config.ArgsSource.ARGS and any(
+        Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -90,6 +94,8 @@ def gate_session(config: pytest.Config) -> GateSession:
             session = GateSession.open(options)
         except ConfigError as exc:
             pytest.exit(f"configuration error: {exc}", returncode=2)
+        except (FileExistsError, ValueError, sqlite3.Error) as exc:
+            pytest.exit(f"cannot start the run in {options.out}: {exc}", returncode=2)
         config.stash[SESSION_KEY] = session
     return session
 

@@ -1,0 +1,38 @@
+# The two commands of the README:
+#   make demo   installs what kvgate needs and runs every gate on the embedded default
+#   make test   installs what the tests need and runs kvgate's own test suite
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test tools clean
+
+$(BIN)/kvgate: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# fio (the G1 instrument) and xfsprogs (XFS checks, loop-device tests). Installed with
+# apt-get when we are root on Debian/Ubuntu; otherwise the command to run is printed.
+tools:
+	@missing=""; \
+	command -v fio >/dev/null || missing="$$missing fio"; \
+	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  else echo "kvgate needs:$$missing — install with: sudo apt-get install$$missing" >&2; \
+	    exit 2; fi; \
+	fi
+
+demo: tools $(BIN)/kvgate
+	$(BIN)/kvgate run all
+
+# pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
+test: tools $(BIN)/kvgate
+	@$(BIN)/python -m pytest; code=$$?; \
+	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
+
+clean:
+	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*

@@ -1,0 +1,161 @@
+"""The kvgate command line: run gates through the same pytest suites, check configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from ._config import ConfigError, load_site, load_thresholds
+from ._record import GATE_TITLES, GATES, GateRecord
+from ._store import Store, new_run_id
+from ._verdict import EXIT_CODES, Outcome
+
+REPO = Path(__file__).resolve().parent.parent
+SUITES = REPO / "suites"
+EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 blocked"
+
+EXAMPLES = """examples:
+  kvgate run g1                          G1 on ./site.toml, reports under ./reports/<run>/
+  kvgate run all                         every gate that has a suite, in order
+  kvgate run g1 --site examples/my-array.toml --out /data/kvgate-reports
+  kvgate run g2 --force                  run G2 although G1 did not pass (reported in red)
+  kvgate run g1 -- -k seq_read           pass extra arguments to pytest after --
+  kvgate config check                    validate site.toml and thresholds.toml, print them
+"""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--site", type=Path, default=Path("site.toml"),
+                        help="site file (default: ./site.toml)")
+    parser.add_argument("--thresholds", type=Path, default=Path("thresholds.toml"),
+                        help="limits file (default: ./thresholds.toml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with examples in --help."""
+    parser = argparse.ArgumentParser(
+        prog="kvgate", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Gate-based acceptance of storage as an LLM KV-cache offload tier.",
+        epilog=EXAMPLES + "\n" + EXIT_TEXT)
+    parser.add_argument("--version", action="version", version=f"kvgate {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run one gate, or all of them in order",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog=EXAMPLES + "\n" + EXIT_TEXT)
+    run.add_argument("gate", choices=[*GATES, "all"], help="g1 … g4, or all")
+    _common(run)
+    run.add_argument("--out", type=Path, default=Path("reports"),
+                     help="folder for the store, reports and evidence (default: ./reports)")
+    run.add_argument("--force", action="store_true",
+                     help="run even if the upstream gate did not pass; the report says so")
+    run.add_argument("--destructive", action="store_true",
+                     help="allow writing the raw block device named in [target] device")
+    run.add_argument("--confirm-serial", default="",
+                     help="that device's serial, typed back to confirm --destructive")
+
+    config = commands.add_parser("config", help="configuration commands")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    check = config_commands.add_parser(
+        "check", help="validate site.toml and thresholds.toml and print the resolved values",
+        epilog="example:\n  kvgate config check --site examples/my-array.toml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(check)
+    return parser
+
+
+def suite_for(gate: str) -> Path | None:
+    """The suite file of a gate, e.g. suites/test_g1_arrival.py, if this version has one."""
+    return next(iter(sorted(SUITES.glob(f"test_{gate}_*.py"))), None)
+
+
+def config_check(args: argparse.Namespace, console: Console) -> int:
+    """Validate both files and print what kvgate will use."""
+    site, site_file = load_site(args.site)
+    thresholds, th_file = load_thresholds(args.thresholds, site.site.limits_profile)
+    console.print(f"[green]OK[/] {site_file.path} (SHA-256 {site_file.sha256[:16]}…)")
+    console.print(f"[green]OK[/] {th_file.path} revision {thresholds.meta.revision} "
+                  f"(SHA-256 {th_file.sha256[:16]}…)"
+                  + (f", limits profile '{thresholds.profile}'" if thresholds.profile else ""))
+    console.print_json(json.dumps({"site": site.model_dump(mode="json"),
+                                   "thresholds": thresholds.model_dump(mode="json")}))
+    return 0
+
+
+def summary_exit_code(records: list[GateRecord]) -> int:
+    """Exit code of a run: the first gate, in chain order, that did not pass decides."""
+    for record in sorted(records, key=lambda r: r.gate):
+        if record.verdict is not Outcome.PASS:
+            return EXIT_CODES[record.verdict]
+    return 0 if records else EXIT_CODES[Outcome.ERROR]
+
+
+def print_summary(records: list[GateRecord], out: Path, console: Console) -> None:
+    """A table of gate verdicts and where their reports are."""
+    table = Table(title="kvgate results")
+    for column in ("gate", "verdict", "measurements", "report"):
+        table.add_column(column)
+    for r in records:
+        counts = ", ".join(f"{n} {o}" for o, n in r.counts().items())
+        table.add_row(r.title, r.verdict.value, counts, str(out / r.run_id / f"{r.gate}.html"))
+    console.print(table)
+
+
+def run_gates(args: argparse.Namespace, console: Console) -> int:
+    """Run the chosen gates through pytest in one session, then report from the store."""
+    import pytest
+
+    site, _ = load_site(args.site)  # fail fast, before pytest, with the file and key named
+    load_thresholds(args.thresholds, site.site.limits_profile)
+    wanted = list(GATES) if args.gate == "all" else [args.gate]
+    suites = {g: suite_for(g) for g in wanted}
+    for gate in [g for g, s in suites.items() if s is None]:
+        console.print(f"[yellow]{GATE_TITLES[gate]}: no suite in kvgate {__version__} yet[/]")
+    runnable = [g for g in wanted if suites[g]]
+    if not runnable:
+        return EXIT_CODES[Outcome.ERROR]
+    run_id = new_run_id()
+    argv = [*(str(suites[g]) for g in runnable), "-m", " or ".join(runnable),
+            "--rootdir", str(REPO), "--site", str(args.site), "--thresholds",
+            str(args.thresholds), "--out", str(args.out), "--run-id", run_id, "-q",
+            "--html", str(args.out / "pytest-html" / f"{run_id}.html"), "--self-contained-html",
+            "-W", "ignore::pytest.PytestAssertRewriteWarning",
+            *(["--force"] if args.force else []),
+            *(["--destructive", "--confirm-serial", args.confirm_serial]
+              if args.destructive else []), *args.pytest_args]
+    code = pytest.main(argv)
+    store = Store(args.out)
+    records = store.records(run_id)
+    store.close()
+    print_summary(records, args.out, console)
+    if not records:
+        console.print(f"[red]no gate record was written (pytest exit code {int(code)})[/]")
+    return summary_exit_code(records)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `kvgate` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after a bare "--" goes to pytest untouched.
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = build_parser().parse_args(argv[:split])
+    args.pytest_args = argv[split + 1:]
+    console = Console(soft_wrap=True)
+    try:
+        if args.command == "config":
+            return config_check(args, console)
+        return run_gates(args, console)
+    except ConfigError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]configuration error:[/] {exc}",
+                                                   highlight=False)
+        return EXIT_CODES[Outcome.ERROR]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

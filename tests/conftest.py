@@ -1,0 +1,44 @@
+"""Shared helpers for kvgate's own tests."""
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def repo() -> Path:
+    """The repository root (shipped site.toml, thresholds.toml, suites/)."""
+    return REPO
+
+
+@pytest.fixture
+def tiny_site():
+    """Make a site.toml text whose G1 job set runs in about half a minute."""
+    return _tiny_site
+
+
+def _tiny_site(directory: Path, name: str = "test site") -> str:
+    """A site.toml whose G1 job set runs in about 20 s on a local directory."""
+    return f"""
+[site]
+name = "{name}"
+limits_profile = "demo"
+
+[target]
+directory = "{directory}"
+create = true
+min_free = "0"
+
+[fio]
+file_size = "16MiB"
+runtime = "7s"
+qd_sweep = [1, 4]
+qd_sweep_runtime = "1s"
+precondition_passes = 1
+steady_state = {{ criterion = "bw:50%", window = "5s", ramp = "1s" }}
+"""

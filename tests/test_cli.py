@@ -1,0 +1,90 @@
+"""The kvgate command line: help, config check, and a real G1 run through the suites."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gates.cli import main, summary_exit_code
+from gates._record import GateRecord
+from gates._verdict import Measurement, Outcome
+
+
+def test_help_shows_examples_and_exit_codes(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "kvgate run g1 --site" in out and "3 blocked" in out
+
+
+def test_config_check_prints_resolved_configuration(repo, capsys, monkeypatch):
+    monkeypatch.chdir(repo)
+    assert main(["config", "check"]) == 0
+    out = capsys.readouterr().out
+    assert "revision 2026.11-1" in out and "limits profile 'demo'" in out
+    assert '"seq_read_bw_min": "0.05 GB/s"' in out
+
+
+def test_config_check_names_file_and_key_of_a_typo(tmp_path, repo, capsys):
+    site = tmp_path / "site.toml"
+    site.write_text((repo / "site.toml").read_text().replace("min_free", "min_fre"))
+    code = main(["config", "check", "--site", str(site), "--thresholds",
+                 str(repo / "thresholds.toml")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(site) in err and "target.min_fre" in err and "did you mean 'min_free'" in err
+
+
+def test_run_of_a_gate_without_suite_is_an_error(repo, monkeypatch, capsys):
+    monkeypatch.chdir(repo)
+    assert main(["run", "g4"]) == 2
+    assert "no suite" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verdicts, code", [
+    (["PASS"], 0), (["FAIL"], 1), (["MARGINAL"], 1), (["ERROR"], 2), (["BLOCKED"], 3),
+    (["PASS", "FAIL", "BLOCKED"], 1), ([], 2)])
+def test_exit_code_is_decided_by_the_first_gate_that_did_not_pass(verdicts, code):
+    records = [GateRecord(gate=f"g{i + 1}", run_id="r", site="s", started="t", measurements=[
+        Measurement(name="m", outcome=Outcome(v))]) for i, v in enumerate(verdicts)]
+    assert summary_exit_code(records) == code
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
+def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
+    """Real fio on a temporary directory; one impossible limit, the rest relaxed for stability."""
+    (tmp_path / "site.toml").write_text(tiny_site(tmp_path / "target"))
+    thresholds = (repo / "thresholds.toml").read_text()
+    thresholds = thresholds.replace('seq_read_bw_min = "50 MB/s"', 'seq_read_bw_min = "1000 TB/s"')
+    thresholds = thresholds.replace('steady_state_spread_max = "20 %"',
+                                    'steady_state_spread_max = "1000 %"')
+    thresholds = thresholds.replace('steady_state_slope_max = "10 %"',
+                                    'steady_state_slope_max = "1000 %"')
+    thresholds = thresholds.replace("steady_state_required = true", "steady_state_required = false")
+    thresholds = thresholds.replace("randread_4k_iops_min = 1000", "randread_4k_iops_min = 1")
+    (tmp_path / "thresholds.toml").write_text(thresholds)
+    out = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                           str(tmp_path / "site.toml"), "--thresholds",
+                           str(tmp_path / "thresholds.toml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [record_file] = out.glob("*/g1.json")
+    record = json.loads(record_file.read_text())
+    by_name = {m["name"]: m for m in record["measurements"]}
+    seq = by_name["Sequential read 1 MiB bandwidth"]
+    assert record["verdict"] == "FAIL" and seq["outcome"] == "FAIL"
+    assert seq["value"] > 0 and seq["limit"]["key"] == "g1.seq_read_bw_min"
+    others = [m for m in record["measurements"] if m is not seq]
+    assert all(m["outcome"] == "PASS" for m in others), others
+    assert record["tool_versions"]["fio"].startswith("fio-")
+    evidence = record_file.parent / "evidence"
+    assert set(record["evidence"]) == {f"evidence/{p.name}" for p in evidence.iterdir()}
+    html = record_file.with_suffix(".html").read_text()
+    assert "Verdict: FAIL" in html and html.index("Sequential read 1 MiB bandwidth") < \
+        html.index("Sequential write 1 MiB bandwidth")
+    assert sorted(p.name for p in (tmp_path / "target").iterdir()) == [
+        "kvgate-read.dat", "kvgate-write.dat"]
