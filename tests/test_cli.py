@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from gates.cli import main, summary_exit_code
 from gates._record import GateRecord
 from gates._verdict import Measurement, Outcome
+from gates.cli import main, summary_exit_code
 
 
 def test_help_shows_examples_and_exit_codes(capsys):
@@ -53,7 +53,8 @@ def test_exit_code_is_decided_by_the_first_gate_that_did_not_pass(verdicts, code
     assert summary_exit_code(records) == code
 
 
-@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
+@pytest.mark.skipif(shutil.which("fio") is None,
+                    reason="fio is not installed (apt-get install fio)")
 def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     """Real fio on a temporary directory; one impossible limit, the rest relaxed for stability."""
     (tmp_path / "site.toml").write_text(tiny_site(tmp_path / "target"))
