@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
+from decimal import Decimal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ALL_CLIENTS = "All clients"
+U64 = 2**64
+# fio's counters are unsigned 64-bit: anything larger is garbage (and overflows float maths).
+Count = Annotated[int, Field(ge=0, lt=U64)]
 
 
 class FioParseError(ValueError):
@@ -15,7 +21,8 @@ class FioParseError(ValueError):
 
 class _Lenient(BaseModel):
     # fio adds fields between versions; we read what we need and ignore the rest.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Its figures are always finite: a NaN or Infinity is garbage, not a measurement.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
 
 
 class Latency(_Lenient):
@@ -25,9 +32,22 @@ class Latency(_Lenient):
     max: float = 0
     mean: float = 0
     stddev: float = 0
-    N: int = 0
-    percentile: dict[str, int] | None = None
-    bins: dict[str, int] | None = None
+    N: Count = 0
+    percentile: dict[str, Count] | None = None
+    bins: dict[str, Count] | None = None
+
+    @field_validator("bins")
+    @classmethod
+    def _bucket_values(cls, bins: dict[str, int] | None) -> dict[str, int] | None:
+        # json+ bins map a bucket's latency in ns (an integer, as a string) to a count.
+        for key in bins or {}:
+            try:
+                value = int(key)
+            except ValueError:
+                value = -1
+            if not 0 <= value < U64:
+                raise ValueError(f"bin {key!r} is not a latency in ns")
+        return bins
 
     def percentile_ns(self, p: float) -> float | None:
         """The p-th percentile in ns from the bins (preferred) or fio's own table."""
@@ -41,11 +61,11 @@ class Latency(_Lenient):
 class Direction(_Lenient):
     """One I/O direction (read, write or trim) of a job."""
 
-    io_bytes: int = 0
+    io_bytes: Count = 0
     bw_bytes: float = 0
     iops: float = 0
-    runtime: int = 0  # ms
-    total_ios: int = 0
+    runtime: Count = 0  # ms
+    total_ios: Count = 0
     clat_ns: Latency = Latency()
     lat_ns: Latency = Latency()
 
@@ -77,7 +97,7 @@ class FioJob(_Lenient):
     error: int = 0
     read: Direction = Direction()
     write: Direction = Direction()
-    job_runtime: int = 0  # ms
+    job_runtime: Count = 0  # ms
     job_options: dict[str, str | int | float] = Field(default_factory=dict, alias="job options")
     steadystate: SteadyStateBlock | None = None
     hostname: str | None = None
@@ -114,9 +134,18 @@ class FioReport(_Lenient):
                                   if j.hostname and j.jobname != ALL_CLIENTS))
 
 
+def _json_start(text: str) -> int:
+    """Where fio's JSON begins: the first line that opens with "{", else the first "{"."""
+    # Notes fio prints before the JSON ("note: ...", "fio: pid=...") may contain braces.
+    if text.startswith("{"):
+        return 0
+    line = text.find("\n{")
+    return line + 1 if line >= 0 else text.find("{")
+
+
 def parse_fio_json(text: str) -> FioReport:
     """Parse fio's JSON, skipping any notes fio printed before the opening brace."""
-    start = text.find("{")
+    start = _json_start(text)
     if start < 0:
         raise FioParseError("no JSON object in fio output" + (f": {text[:200]!r}" if text
                                                                  else " (it was empty)"))
@@ -124,6 +153,9 @@ def parse_fio_json(text: str) -> FioReport:
         document = json.JSONDecoder().raw_decode(text[start:])[0]
     except json.JSONDecodeError as exc:
         raise FioParseError(f"fio output is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        # json raises these for numbers over Python's digit limit and for deep nesting.
+        raise FioParseError(f"fio output is not usable JSON: {exc}") from None
     if not isinstance(document, dict):
         raise FioParseError("fio output is JSON but not an object")
     try:
@@ -167,13 +199,14 @@ def combine(entries: list[FioJob], direction: str) -> Direction:
     clat = [p.clat_ns for p in parts]
     n = sum(c.N for c in clat)
     bins = merge_bins(clat)
-    return Direction(
+    # model_construct: sums of valid figures need no re-validation (and may pass 2**64).
+    return Direction.model_construct(
         io_bytes=sum(p.io_bytes for p in parts),
         bw_bytes=sum(p.bw_bytes for p in parts),
         iops=sum(p.iops for p in parts),
         runtime=max((p.runtime for p in parts), default=0),
         total_ios=sum(p.total_ios for p in parts),
-        clat_ns=Latency(
+        clat_ns=Latency.model_construct(
             N=n,
             min=min((c.min for c in clat if c.N), default=0),
             max=max((c.max for c in clat), default=0),
@@ -186,4 +219,7 @@ def combine(entries: list[FioJob], direction: str) -> Direction:
 
 def samples_support(n: int, p: float) -> bool:
     """Whether n samples can support a p-th percentile: n >= 10 / (1 - p/100)."""
-    return p < 100 and n >= 10.0 / (1.0 - p / 100.0) - 1e-9
+    if not 0 <= p < 100:
+        return False
+    # Decimal from the written form: in binary floats 10 / (1 - 0.999) is 10000.0000000011.
+    return n >= math.ceil(10 / ((100 - Decimal(str(p))) / 100))

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from ._fio import FioReport, combine, samples_support
 from ._settings import Ceilings, G1Limits
-from ._steady import SteadyStateUnavailable, snia_steady_state
+from ._steady import SteadyState, SteadyStateUnavailable, snia_steady_state
 from ._verdict import Limit, Measurement, Outcome
 
 BW_TITLES = {
@@ -26,6 +26,11 @@ def _efficiency(bw: float, ceiling: float | None, label: str) -> str:
         return ""
     return f"{bw / ceiling * 100:.0f} % of the {ceiling / 1e9:.3g} GB/s ceiling" + (
         f" ({label})" if label else "")
+
+
+def _no_job(*names: str) -> str:
+    # A job missing from the report measured nothing: that is an ERROR, never a 0 that FAILs.
+    return f"fio reported no job named {', '.join(repr(n) for n in names)}"
 
 
 class StepOutcome(BaseModel):
@@ -49,6 +54,8 @@ def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings)
     report, evidence = step.report, step.evidence
     if step.problem():
         return Measurement.error(title, step.problem(), limit, evidence=evidence)
+    if not report.named(key):
+        return Measurement.error(title, _no_job(key), limit, evidence=evidence)
     bw = combine(report.named(key), direction).bw_bytes
     ceiling = ceilings.read_bw if direction == "read" else ceilings.write_bw
     return Measurement.measured(title, bw / scale, limit, evidence=evidence,
@@ -67,23 +74,32 @@ def steady_state(key: str, step: StepOutcome, limits: G1Limits) -> list[Measurem
     if step.problem():
         return [Measurement.error(n, step.problem(), lim, evidence=evidence)
                 for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
-    block = next((j.steadystate for j in step.report.named(key) if j.steadystate), None)
-    if block is None:
+    entries = [j for j in step.report.named(key) if j.steadystate]
+    if not entries:
         return [Measurement.error(n, "fio reported no steady-state block", lim, evidence=evidence)
                 for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    # One block per host in client/server mode: every host must be steady, so judge the worst.
     try:
-        ss = snia_steady_state(block.data.bw, block.attained, block.ss)
+        judged = [(j.hostname, snia_steady_state(j.steadystate.data.bw, j.steadystate.attained,
+                                                 j.steadystate.ss)) for j in entries]
     except SteadyStateUnavailable as exc:
         return [Measurement.error(n, str(exc), lim, evidence=evidence)
                 for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
-    spread = Measurement.measured(names[0], ss.spread_pct, spread_limit, evidence=evidence,
-                                  note=ss.describe())
-    slope = Measurement.measured(names[1], ss.slope_pct, slope_limit, evidence=evidence,
-                                 note=ss.describe())
-    if limits.steady_state_required and not ss.fio_attained:
+
+    def describe(host: str | None, ss: SteadyState) -> str:
+        return (f"{host}: " if host and len(judged) > 1 else "") + ss.describe()
+
+    spread_host, spread_ss = max(judged, key=lambda h: h[1].spread_pct)
+    slope_host, slope_ss = max(judged, key=lambda h: h[1].slope_pct)
+    spread = Measurement.measured(names[0], spread_ss.spread_pct, spread_limit,
+                                  evidence=evidence, note=describe(spread_host, spread_ss))
+    slope = Measurement.measured(names[1], slope_ss.slope_pct, slope_limit, evidence=evidence,
+                                 note=describe(slope_host, slope_ss))
+    unsteady = [(host, ss) for host, ss in judged if not ss.fio_attained]
+    if limits.steady_state_required and unsteady:
         # The SNIA numbers may pass on a short window while fio never saw stability.
-        spread = spread.model_copy(update={"outcome": Outcome.FAIL, "note": ss.describe()
-                                           + "; g1.steady_state_required is true"})
+        spread = spread.model_copy(update={"outcome": Outcome.FAIL, "note": describe(
+            *unsteady[0]) + "; g1.steady_state_required is true"})
     return [spread, slope]
 
 
@@ -95,6 +111,8 @@ def qd1_latency(step: StepOutcome, limits: G1Limits) -> Measurement:
     evidence = step.evidence
     if step.problem():
         return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    if not step.report.named("randread-qd1"):
+        return Measurement.error(name, _no_job("randread-qd1"), limit, evidence=evidence)
     clat = combine(step.report.named("randread-qd1"), "read").clat_ns
     if not samples_support(clat.N, 99):
         return Measurement.error(name, f"only {clat.N} I/Os; a p99 needs at least 1000 "
@@ -112,11 +130,16 @@ def qd1_latency(step: StepOutcome, limits: G1Limits) -> Measurement:
 def qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int]) -> Measurement:
     """4 KiB random-read IOPS at the deepest queue of the sweep; the curve goes in the note."""
     limit = Limit.at_least(limits.randread_4k_iops_min, "IO/s", key="g1.randread_4k_iops_min")
-    deepest, evidence = max(depths), step.evidence
+    name = f"4 KiB random read IOPS at QD{max(depths)}" if depths else "4 KiB random read IOPS"
+    evidence = step.evidence
     if step.problem():
-        return Measurement.error(f"4 KiB random read IOPS at QD{deepest}", step.problem(), limit,
-                                 evidence=evidence)
+        return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    if not depths:
+        return Measurement.error(name, "no queue depths to sweep (site.toml [fio] qd_sweep)",
+                                 limit, evidence=evidence)
+    missing = [f"randread-qd{qd}" for qd in depths if not step.report.named(f"randread-qd{qd}")]
+    if missing:
+        return Measurement.error(name, _no_job(*missing), limit, evidence=evidence)
     curve = {qd: combine(step.report.named(f"randread-qd{qd}"), "read").iops for qd in depths}
     note = "IOPS by queue depth: " + ", ".join(f"QD{q} {v:,.0f}" for q, v in curve.items())
-    return Measurement.measured(f"4 KiB random read IOPS at QD{deepest}", curve[deepest], limit,
-                                evidence=evidence, note=note)
+    return Measurement.measured(name, curve[max(depths)], limit, evidence=evidence, note=note)

@@ -8,6 +8,24 @@ from ._settings import FioSettings
 
 READ_FILE = "kvgate-read.dat"
 WRITE_FILE = "kvgate-write.dat"
+# Options whose value is a path: fio splits them at ":" (several files), so colons are escaped.
+PATH_OPTIONS = ("directory", "filename")
+
+
+class JobFileError(ValueError):
+    """A value that a fio job file cannot carry (it would be cut short or misread)."""
+
+
+def job_value(option: str, value: str) -> str:
+    """``value`` as it must be written in a job file; refuses what fio would misread."""
+    # fio's job-file parser ends a line at ";" or "#", trims blanks at either end and
+    # expands ${VAR} and $ncpus-style keywords: such a path would silently name another place.
+    bad = [c for c in ("\n", "\r", "\x00", ";", "#", "$") if c in value]
+    if bad or value != value.strip():
+        what = ", ".join(map(repr, bad)) or "leading or trailing blanks"
+        raise JobFileError(f"fio cannot take {option}={value!r} in a job file ({what}); "
+                           "use a path without them")
+    return value.replace(":", "\\:") if option in PATH_OPTIONS else value
 
 
 class JobSection(BaseModel):
@@ -78,13 +96,20 @@ def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
 
 
 def render_jobfile(step: FioStep, directory: str, fio: FioSettings) -> str:
-    """The job file text: a [global] section that pins every file under ``directory``."""
+    """The job file text: a [global] section that pins every file under ``directory``.
+
+    Raises JobFileError for a directory or device path fio would misread.
+    """
     lines = ["# written by kvgate; every file lives under the target directory", "[global]",
-             *([f"directory={directory}"] if directory else []), f"ioengine={fio.ioengine}",
-             f"direct={int(fio.direct)}", "thread=0", ""]
+             *([f"directory={job_value('directory', directory)}"] if directory else []),
+             f"ioengine={job_value('ioengine', fio.ioengine)}", f"direct={int(fio.direct)}",
+             "thread=0",
+             # A fio server prefixes file names with the client's address unless told not to;
+             # the files must be exactly the ones kvgate vetted and sized (files_written).
+             "unique_filename=0", ""]
     for job in step.jobs:
         lines.append(f"[{job.name}]")
-        lines.extend(f"{k}={v}" for k, v in job.options.items())
+        lines.extend(f"{k}={job_value(k, v)}" for k, v in job.options.items())
         lines.append("")
     return "\n".join(lines)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -43,6 +44,12 @@ INSTALL_HINTS = {
 }
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's whole process group (fio forks workers into it)."""
+    with contextlib.suppress(ProcessLookupError):  # already gone
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 class SubprocessRunner:
     """The real runner: a child process in its own session, killed whole on timeout."""
 
@@ -54,25 +61,36 @@ class SubprocessRunner:
         """Run argv to completion or until timeout seconds have passed."""
         start = time.monotonic()
         try:
+            # errors="replace": a stray non-UTF-8 byte in a tool's output is not a crash.
             proc = subprocess.Popen(list(argv), cwd=cwd, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
-        except FileNotFoundError:
+                                    stderr=subprocess.PIPE, text=True, errors="replace",
+                                    start_new_session=True)
+        except FileNotFoundError as exc:
+            if cwd is not None and not Path(cwd).is_dir():
+                raise  # the working directory is missing, not the tool
             hint = INSTALL_HINTS.get(Path(argv[0]).name, f"install {argv[0]}")
-            raise ToolMissing(f"'{argv[0]}' not found on PATH: {hint}") from None
+            raise ToolMissing(f"'{argv[0]}' not found on PATH: {hint}") from exc
         timed_out = False
-        while True:
-            try:
-                out, err = proc.communicate(timeout=self.tick_interval)
-                break
-            except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - start
-                if on_tick:
-                    on_tick(elapsed)
-                if elapsed > timeout:
-                    timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    out, err = proc.communicate()
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=self.tick_interval)
                     break
+                except subprocess.TimeoutExpired:
+                    elapsed = time.monotonic() - start
+                    if on_tick:
+                        on_tick(elapsed)
+                    if elapsed > timeout:
+                        timed_out = True
+                        _kill_group(proc)
+                        out, err = proc.communicate()
+                        break
+        except BaseException:
+            # Ctrl-C or a failing on_tick: the child is in its own session, so it would
+            # otherwise keep running (and writing to the target) after we are gone.
+            _kill_group(proc)
+            proc.wait()
+            raise
         return Completed(tuple(argv), proc.returncode, out, err,
                          time.monotonic() - start, timed_out)
 
@@ -83,9 +101,11 @@ class ScriptedRunner:
     def __init__(self, handler: Callable[[tuple[str, ...]], Completed]):
         self.handler = handler
         self.calls: list[tuple[str, ...]] = []
+        self.options: list[dict] = []  # timeout and cwd of each call, in the same order
 
     def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None,
             on_tick: Tick | None = None) -> Completed:
         """Record the call and return the handler's answer."""
         self.calls.append(tuple(argv))
+        self.options.append({"timeout": timeout, "cwd": cwd})
         return self.handler(tuple(argv))

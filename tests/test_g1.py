@@ -1,0 +1,291 @@
+"""The pure G1 rules on recorded fio reports (tests/data/fio/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gates import _g1
+from gates._fio import FioReport, parse_fio_json, percentile_from_bins
+from gates._g1 import StepOutcome, bandwidth_unit
+from gates._settings import Ceilings, G1Limits
+from gates._verdict import Outcome
+
+DATA = Path(__file__).parent / "data" / "fio"
+SEQREAD_BW = 1518897010  # B/s in seqread_1m.json
+SEQWRITE_BW = 4573319988
+KV_BW = 344595682 + 355280990 + 343025174 + 339229779
+QD32_IOPS = 88469.53047
+
+
+def report(name: str, rename: dict[str, str] | None = None) -> FioReport:
+    """A recorded report, with jobs renamed to the names the G1 job set uses."""
+    document = json.loads((DATA / name).read_text())
+    for entry in document.get("jobs", []) + document.get("client_stats", []):
+        entry["jobname"] = (rename or {}).get(entry["jobname"], entry["jobname"])
+    return parse_fio_json(json.dumps(document))
+
+
+def step(name: str, rename: dict[str, str] | None = None) -> StepOutcome:
+    return StepOutcome(report=report(name, rename), evidence=[f"evidence/{name}"])
+
+
+def limits(**kw) -> G1Limits:
+    values = {"seq_read_bw_min": "1.5 GB/s", "seq_write_bw_min": "4 GB/s",
+              "kv_restore_bw_min": "1 GB/s", "randread_4k_qd1_p99_max": "1ms",
+              "randread_4k_iops_min": 80000, **kw}
+    return G1Limits(**values)
+
+
+NO_CEILINGS = Ceilings()
+QD1 = {"randread-4k-qd1": "randread-qd1"}
+
+
+def qd1_p99_ns() -> float:
+    bins = report("randread_4k_qd1.json").jobs[0].read.clat_ns.bins
+    return percentile_from_bins(bins, 99)
+
+
+# ---- bandwidth --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("floor", "outcome"), [
+    ("1.5 GB/s", Outcome.PASS), ("1.518 GB/s", Outcome.PASS), ("1.519 GB/s", Outcome.FAIL),
+    ("2 GB/s", Outcome.FAIL)])
+def test_seqread_bandwidth_around_the_limit(floor, outcome):
+    m = _g1.bandwidth("seqread", step("seqread_1m.json"), limits(seq_read_bw_min=floor),
+                      NO_CEILINGS)
+    assert m.outcome is outcome
+    assert m.value == pytest.approx(SEQREAD_BW / 1e9)
+    assert m.unit == "GB/s"
+    assert m.limit.lo == pytest.approx(float(floor.split()[0]))
+    assert m.limit.key == "g1.seq_read_bw_min"
+    assert m.evidence == ["evidence/seqread_1m.json"]
+    assert m.note == ""
+
+
+def test_seqwrite_bandwidth_uses_the_write_direction():
+    m = _g1.bandwidth("seqwrite", step("seqwrite_1m.json"), limits(), NO_CEILINGS)
+    assert m.value == pytest.approx(SEQWRITE_BW / 1e9)
+    assert m.outcome is Outcome.PASS
+    m = _g1.bandwidth("seqwrite", step("seqwrite_1m.json"), limits(seq_write_bw_min="5 GB/s"),
+                      NO_CEILINGS)
+    assert m.outcome is Outcome.FAIL
+
+
+def test_kvrestore_bandwidth_sums_its_jobs():
+    m = _g1.bandwidth("kvrestore", step("kvrestore.json"), limits(), NO_CEILINGS)
+    assert m.value == pytest.approx(KV_BW / 1e9)
+    assert m.outcome is Outcome.PASS
+    m = _g1.bandwidth("kvrestore", step("kvrestore.json"), limits(kv_restore_bw_min="1.5 GB/s"),
+                      NO_CEILINGS)
+    assert m.outcome is Outcome.FAIL
+
+
+def test_small_limits_are_shown_in_mb_per_s():
+    m = _g1.bandwidth("seqread", step("seqread_1m.json"), limits(seq_read_bw_min="800 MB/s"),
+                      NO_CEILINGS)
+    assert (m.unit, m.limit.unit) == ("MB/s", "MB/s")
+    assert m.value == pytest.approx(SEQREAD_BW / 1e6)
+    assert m.limit.lo == pytest.approx(800)
+    assert m.outcome is Outcome.PASS
+    assert bandwidth_unit(999_999_999) == ("MB/s", 1e6)
+    assert bandwidth_unit(1e9) == ("GB/s", 1e9)
+
+
+def test_efficiency_against_the_ceiling():
+    ceilings = Ceilings(read_bw="3 GB/s", write_bw="10 GB/s", label="test link")
+    m = _g1.bandwidth("seqread", step("seqread_1m.json"), limits(), ceilings)
+    assert m.note == "51 % of the 3 GB/s ceiling (test link)"
+    m = _g1.bandwidth("seqwrite", step("seqwrite_1m.json"), limits(), ceilings)
+    assert m.note == "46 % of the 10 GB/s ceiling (test link)"
+    unlabelled = Ceilings(read_bw="3 GB/s")
+    m = _g1.bandwidth("seqread", step("seqread_1m.json"), limits(), unlabelled)
+    assert m.note == "51 % of the 3 GB/s ceiling"
+    # a write ceiling alone says nothing about reads
+    m = _g1.bandwidth("seqread", step("seqread_1m.json"), limits(), Ceilings(write_bw="3 GB/s"))
+    assert m.note == ""
+
+
+def test_missing_job_is_an_error_not_a_zero():
+    m = _g1.bandwidth("kvrestore", step("seqread_1m.json"), limits(), NO_CEILINGS)
+    assert m.outcome is Outcome.ERROR
+    assert "no job named 'kvrestore'" in m.note
+    assert m.value is None
+
+
+# ---- QD1 latency ------------------------------------------------------------------------
+
+def test_qd1_latency_pass_and_fail():
+    p99 = qd1_p99_ns()
+    assert p99 == report("randread_4k_qd1.json").jobs[0].read.clat_ns.percentile["99.000000"]
+    passing = _g1.qd1_latency(step("randread_4k_qd1.json", QD1),
+                              limits(randread_4k_qd1_p99_max=p99 * 1.01e-9))
+    assert passing.outcome is Outcome.PASS
+    assert passing.value == pytest.approx(p99 / 1e3)
+    assert passing.unit == "µs"
+    assert passing.note.startswith("N = 38015; p50 ")
+    failing = _g1.qd1_latency(step("randread_4k_qd1.json", QD1),
+                              limits(randread_4k_qd1_p99_max=p99 * 0.99e-9))
+    assert failing.outcome is Outcome.FAIL
+    assert failing.limit.hi == pytest.approx(p99 * 0.99e-3)
+
+
+def test_qd1_latency_needs_enough_samples_zero():
+    m = _g1.qd1_latency(step("zero_samples_ramp.json", {"ramp": "randread-qd1"}), limits())
+    assert m.outcome is Outcome.ERROR
+    assert "only 0 I/Os" in m.note and "1000" in m.note
+
+
+def _qd1_report(n: int) -> StepOutcome:
+    document = {"jobs": [{"jobname": "randread-qd1", "read": {
+        "iops": 1000, "clat_ns": {"N": n, "bins": {"50000": n - 1, "90000": 1}}}}]}
+    return StepOutcome(report=parse_fio_json(json.dumps(document)))
+
+
+def test_qd1_latency_needs_a_thousand_samples():
+    short = _g1.qd1_latency(_qd1_report(999), limits())
+    assert short.outcome is Outcome.ERROR and "only 999 I/Os" in short.note
+    enough = _g1.qd1_latency(_qd1_report(1000), limits())
+    assert enough.outcome is Outcome.PASS
+    assert enough.value == pytest.approx(50.0)  # 999 of 1000 at 50 µs: p99 is 50 µs
+
+
+def test_qd1_latency_without_percentiles():
+    document = {"jobs": [{"jobname": "randread-qd1", "read": {"clat_ns": {"N": 5000}}}]}
+    m = _g1.qd1_latency(StepOutcome(report=parse_fio_json(json.dumps(document))), limits())
+    assert m.outcome is Outcome.ERROR and "no latency percentiles" in m.note
+
+
+def test_qd1_latency_missing_job():
+    m = _g1.qd1_latency(step("randread_4k_qd1.json"), limits())  # not renamed
+    assert m.outcome is Outcome.ERROR and "no job named 'randread-qd1'" in m.note
+
+
+# ---- QD sweep ---------------------------------------------------------------------------
+
+def test_qd_sweep_pass_fail_and_curve():
+    sweep = step("qd_sweep.json")
+    m = _g1.qd_sweep(sweep, limits(), [1, 4, 16, 32])
+    assert m.name == "4 KiB random read IOPS at QD32"
+    assert m.value == pytest.approx(QD32_IOPS)
+    assert m.outcome is Outcome.PASS
+    assert m.note == ("IOPS by queue depth: QD1 17,497, QD4 49,491, QD16 81,167, "
+                      "QD32 88,470")
+    assert _g1.qd_sweep(sweep, limits(randread_4k_iops_min=90000), [1, 4, 16, 32]).outcome \
+        is Outcome.FAIL
+
+
+def test_qd_sweep_missing_depth_is_an_error():
+    m = _g1.qd_sweep(step("qd_sweep.json"), limits(), [1, 4, 64])
+    assert m.outcome is Outcome.ERROR
+    assert "randread-qd64" in m.note
+
+
+# ---- steady state -----------------------------------------------------------------------
+
+def test_steady_state_attained_passes():
+    spread, slope = _g1.steady_state(
+        "seqread", step("steadystate_attained.json", {"ss-attained": "seqread"}), limits())
+    assert spread.name == "Sequential read 1 MiB: steady-state spread"
+    assert slope.name == "Sequential read 1 MiB: steady-state slope"
+    assert spread.value == pytest.approx(5.028, abs=1e-3)
+    assert slope.value == pytest.approx(5.307, abs=1e-3)
+    assert (spread.outcome, slope.outcome) == (Outcome.PASS, Outcome.PASS)
+    assert "fio steady state attained" in spread.note
+    assert spread.limit.key == "g1.steady_state_spread_max"
+    assert slope.limit.key == "g1.steady_state_slope_max"
+
+
+def test_steady_state_limits_apply():
+    spread, slope = _g1.steady_state(
+        "seqread", step("steadystate_attained.json", {"ss-attained": "seqread"}),
+        limits(steady_state_spread_max=5, steady_state_slope_max=5))
+    assert (spread.outcome, slope.outcome) == (Outcome.FAIL, Outcome.FAIL)
+
+
+def test_steady_state_not_attained_fails_when_required():
+    outcome = step("steadystate_not_attained.json", {"ss-not-attained": "seqwrite"})
+    spread, slope = _g1.steady_state("seqwrite", outcome, limits())
+    assert spread.outcome is Outcome.FAIL
+    assert "NOT attained" in spread.note and "steady_state_required" in spread.note
+    assert spread.value == pytest.approx(6.254, abs=1e-3)
+    assert slope.outcome is Outcome.PASS
+    spread, slope = _g1.steady_state("seqwrite", outcome, limits(steady_state_required=False))
+    assert (spread.outcome, slope.outcome) == (Outcome.PASS, Outcome.PASS)
+    assert "NOT attained" in spread.note
+
+
+def test_steady_state_missing_block():
+    spread, slope = _g1.steady_state("seqread", step("seqread_1m.json"), limits())
+    assert spread.outcome is slope.outcome is Outcome.ERROR
+    assert "no steady-state block" in spread.note
+
+
+def _two_hosts(second_bw: list[int], second_attained: int) -> StepOutcome:
+    def entry(port, bw, attained):
+        return {"jobname": "kvrestore", "hostname": f"host{port}", "port": port,
+                "read": {"bw_bytes": sum(bw) / len(bw)},
+                "steadystate": {"ss": "bw:20.000000%", "attained": attained,
+                                "data": {"bw": bw}}}
+    steady = [100, 101, 99, 100, 100]
+    document = {"client_stats": [entry(1, steady, 1), entry(2, second_bw, second_attained),
+                                 {"jobname": "All clients", "read": {}}]}
+    return StepOutcome(report=parse_fio_json(json.dumps(document)))
+
+
+def test_steady_state_judges_every_host():
+    # the second host climbs steadily: its spread and slope are the gate's
+    spread, slope = _g1.steady_state("kvrestore", _two_hosts([60, 80, 100, 120, 140], 1),
+                                     limits())
+    assert spread.value == pytest.approx(80.0)
+    assert slope.value == pytest.approx(80.0)
+    assert (spread.outcome, slope.outcome) == (Outcome.FAIL, Outcome.FAIL)
+    assert spread.note.startswith("host2: ")
+
+
+def test_steady_state_any_host_not_attained_fails():
+    spread, _ = _g1.steady_state("kvrestore", _two_hosts([100, 100, 100, 100, 101], 0),
+                                 limits())
+    assert spread.outcome is Outcome.FAIL
+    assert "host2: fio steady state NOT attained" in spread.note
+
+
+# ---- every rule on a failed step --------------------------------------------------------
+
+def _all_rules(outcome: StepOutcome, ok: dict[str, StepOutcome] | None = None):
+    """Every G1 rule's measurements for one step outcome (or per-rule outcomes)."""
+    def pick(key):
+        return (ok or {}).get(key, outcome)
+    lim = limits()
+    ceilings = Ceilings(read_bw="3 GB/s")
+    return [
+        _g1.bandwidth("seqread", pick("seqread"), lim, ceilings),
+        _g1.bandwidth("seqwrite", pick("seqwrite"), lim, ceilings),
+        _g1.bandwidth("kvrestore", pick("kvrestore"), lim, ceilings),
+        *_g1.steady_state("seqread", pick("ss"), lim),
+        *_g1.steady_state("kvrestore", pick("ss-kv"), lim),
+        _g1.qd1_latency(pick("qd1"), lim),
+        _g1.qd_sweep(pick("sweep"), lim, [1, 4, 16, 32]),
+    ]
+
+
+@pytest.mark.parametrize("failed", [
+    StepOutcome(error="fio exited 1: boom", evidence=["evidence/fio-x.log"]),
+    StepOutcome(evidence=["evidence/fio-x.log"])])
+def test_every_rule_reports_an_error_with_its_name_and_limit(failed):
+    good = {"seqread": step("seqread_1m.json"), "seqwrite": step("seqwrite_1m.json"),
+            "kvrestore": step("kvrestore.json"),
+            "ss": step("steadystate_attained.json", {"ss-attained": "seqread"}),
+            "ss-kv": step("steadystate_attained.json", {"ss-attained": "kvrestore"}),
+            "qd1": step("randread_4k_qd1.json", QD1), "sweep": step("qd_sweep.json")}
+    measured = _all_rules(failed, good)
+    errors = _all_rules(failed)
+    assert all(m.outcome is not Outcome.ERROR for m in measured)
+    for ok, bad in zip(measured, errors, strict=True):
+        assert bad.outcome is Outcome.ERROR
+        assert (bad.name, bad.limit, bad.unit) == (ok.name, ok.limit, ok.unit)
+        assert bad.value is None
+        assert bad.note == (failed.error or "fio produced no report")
+        assert bad.evidence == ["evidence/fio-x.log"]
