@@ -89,3 +89,32 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
         html.index("Sequential write 1 MiB bandwidth")
     assert sorted(p.name for p in (tmp_path / "target").iterdir()) == [
         "kvgate-read.dat", "kvgate-write.dat"]
+
+
+def _run_g1(tmp_path, site_text, repo):
+    (tmp_path / "site.toml").write_text(site_text)
+    out = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                           str(tmp_path / "site.toml"), "--thresholds",
+                           str(repo / "thresholds.toml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    [record_file] = out.glob("*/g1.json")
+    return done, json.loads(record_file.read_text())
+
+
+def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site):
+    site = tiny_site(tmp_path / "target").replace('[fio]\n', '[fio]\nbinary = "fio-absent"\n')
+    done, record = _run_g1(tmp_path, site, repo)
+    assert done.returncode == 2
+    assert record["verdict"] == "ERROR"
+    assert all(m["outcome"] == "ERROR" and "apt-get install fio" in m["note"]
+               for m in record["measurements"])
+
+
+def test_missing_target_directory_is_refused_before_writing(tmp_path, repo, tiny_site):
+    site = tiny_site(tmp_path / "absent" / "target")
+    done, record = _run_g1(tmp_path, site, repo)
+    assert done.returncode == 2
+    assert all(m["outcome"] == "ERROR" and "cannot create target directory" in m["note"]
+               for m in record["measurements"])
+    assert not (tmp_path / "absent").exists()

@@ -118,7 +118,7 @@ def test_downstream_gate_blocked_by_failed_upstream_then_forced(gate_dir):
     assert g2["forced"] is True and g2["verdict"] == "PASS"
     assert g2["upstream"]["verdict"] == "FAIL"
     assert any("FORCED" in d for d in g2["deviations"])
-    html = next((gate_dir.path / "reports").glob("*/g2.html")).read_text()
+    html = (gate_dir.path / "reports" / g2["run_id"] / "g2.html").read_text()
     assert "FORCED" in html
 
 
