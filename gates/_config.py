@@ -18,9 +18,9 @@ class ConfigError(Exception):
 
     def __init__(self, file: Path | str, problems: list[str]):
         self.file = str(file)
-        self.problems = problems
-        super().__init__(f"{file}: " + ("\n  ".join([""] + problems) if len(problems) > 1
-                                        else problems[0]))
+        self.problems = list(problems) or ["unusable configuration"]
+        super().__init__(f"{file}:" + "\n  ".join(["", *self.problems])
+                         if len(self.problems) > 1 else f"{file}: {self.problems[0]}")
 
 
 class LoadedFile(BaseModel):
@@ -43,6 +43,22 @@ def _read_toml(path: Path) -> tuple[dict[str, Any], str]:
         raise ConfigError(path, [f"not valid TOML: {exc}"]) from None
 
 
+# Fields of the models that the loader sets; a file that names them is wrong.
+LOADER_FIELDS = {Thresholds: ("profile", "profile_description")}
+
+
+def _file_keys(model: type[BaseModel]) -> list[str]:
+    return [k for k in model.model_fields if k not in LOADER_FIELDS.get(model, ())]
+
+
+def _key(loc: tuple) -> str:
+    """A TOML-style key path: fio.qd_sweep[1] for a list item."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     """The pydantic model class that owns the key at loc[:-1], for "did you mean" hints."""
     for part in loc[:-1]:
@@ -60,10 +76,10 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
 
 def _describe(error: dict, model: type[BaseModel], prefix: str = "") -> str:
     loc = tuple(error["loc"])
-    key = prefix + ".".join(str(p) for p in loc)
+    key = prefix + _key(loc)
     if error["type"] == "extra_forbidden":
         owner = _model_at(model, loc)
-        known = list(owner.model_fields) if owner else []
+        known = _file_keys(owner) if owner else []
         close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
         hint = f" — did you mean '{close[0]}'?" if close else (
             f" (known keys: {', '.join(known)})" if known else "")
@@ -78,6 +94,9 @@ def _describe(error: dict, model: type[BaseModel], prefix: str = "") -> str:
 
 def validate(model: type[BaseModel], data: dict, path: Path, prefix: str = "") -> Any:
     """Validate data against model, turning pydantic's errors into a ConfigError."""
+    problems = [f"unknown key '{prefix}{k}'" for k in LOADER_FIELDS.get(model, ()) if k in data]
+    if problems:
+        raise ConfigError(path, problems)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -102,10 +121,15 @@ def load_thresholds(path: Path | str, profile: str = "") -> tuple[Thresholds, Lo
     if not isinstance(profiles, dict):
         raise ConfigError(path, ["key 'profiles' must be a table of profiles"])
     base = validate(Thresholds, data, path)
+    not_tables = [name for name, body in profiles.items() if not isinstance(body, dict)]
+    if not_tables:
+        raise ConfigError(path, [f"key 'profiles.{name}' must be a table, like "
+                                 f"[profiles.{name}.g1]" for name in not_tables])
     overrides = {name: {k: v for k, v in body.items() if k != "description"}
-                 for name, body in profiles.items() if isinstance(body, dict)}
+                 for name, body in profiles.items()}
     for name, override in overrides.items():
-        validate(Thresholds, _merge(data, override), path, prefix=f"profiles.{name}: ")
+        # Every profile is checked, selected or not: a typo must not wait for the day it's used.
+        validate(Thresholds, _merge(data, override), path, prefix=f"profiles.{name}.")
     if profile:
         if profile not in profiles:
             close = difflib.get_close_matches(profile, list(profiles), n=1)

@@ -73,8 +73,13 @@ class GateRecord(BaseModel):
                 if any(m.outcome is o for m in self.measurements)}
 
     def canonical_json(self) -> str:
-        """The record as stable JSON: sorted keys, so its hash is reproducible."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, indent=2)
+        """The record as stable, strict JSON: sorted keys, so its hash is reproducible.
+
+        Built from pydantic's JSON (NaN and infinities become null, as in the store), so the
+        text is valid JSON for every reader, not Python's ``NaN`` extension.
+        """
+        return json.dumps(json.loads(self.model_dump_json()), sort_keys=True, indent=2,
+                          allow_nan=False)
 
     def sha256(self) -> str:
         """SHA-256 of the canonical JSON."""

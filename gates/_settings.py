@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
+from ._steady import ROUNDS
 from ._units import Duration, Percent, Rate, Size
 
 
@@ -26,7 +28,8 @@ class Meta(Strict):
 class Decision(Strict):
     statistic: Literal["point", "lower_confidence_bound"] = "point"
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
-    marginal_band: Percent = 0.0
+    # A Limit's guard band is a fraction below 1 of its bound; 100 % would make all MARGINAL.
+    marginal_band: Percent = Field(default=0.0, ge=0.0, lt=100.0)
 
 
 class G1Limits(Strict):
@@ -43,7 +46,7 @@ class G1Limits(Strict):
 class G2Limits(Strict):
     cv_max: Percent = 5.0
     request_errors_max: int = Field(default=0, ge=0)
-    concurrency: list[PositiveInt] = [8, 16]
+    concurrency: list[PositiveInt] = Field(default=[8, 16], min_length=1)
     repetitions: PositiveInt = 3
 
 
@@ -54,15 +57,30 @@ class G3Limits(Strict):
     storage_read_fraction_min: Percent = 90.0
     correctness_tokens: PositiveInt = 16
 
+    @model_validator(mode="after")
+    def _band_in_order(self) -> G3Limits:
+        if self.throughput_gain_min > self.throughput_gain_claimed_max:
+            raise ValueError(f"throughput_gain_min ({self.throughput_gain_min:g} %) is above "
+                             f"throughput_gain_claimed_max ({self.throughput_gain_claimed_max:g}"
+                             " %)")
+        return self
+
 
 class G4Limits(Strict):
-    duration: Duration = 72 * 3600.0
-    window: Duration = 300.0
+    duration: Duration = Field(default=72 * 3600.0, gt=0)
+    window: Duration = Field(default=300.0, gt=0)
     request_errors_max: int = Field(default=0, ge=0)
     verify_errors_max: int = Field(default=0, ge=0)
     throughput_floor: Percent = 90.0
     ttft_drift_max: Percent = 10.0
     gap_max: Duration = 1800.0
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> G4Limits:
+        if self.window > self.duration:
+            raise ValueError(f"window ({self.window:g}s) is longer than the soak duration "
+                             f"({self.duration:g}s)")
+        return self
 
 
 class Thresholds(Strict):
@@ -99,27 +117,36 @@ class SteadyState(Strict):
     window: Duration = 10.0
     ramp: Duration = 2.0
 
+    @field_validator("window")
+    @classmethod
+    def _holds_the_rounds(cls, value: float) -> float:
+        if value < ROUNDS:
+            raise ValueError(f"must be at least {ROUNDS}s: fio keeps one sample per second of "
+                             f"the window and the SNIA rules need {ROUNDS} rounds")
+        return value
+
     @field_validator("criterion")
     @classmethod
     def _fio_form(cls, value: str) -> str:
         kind, _, limit = value.partition(":")
-        if kind not in ("iops", "iops_slope", "bw", "bw_slope") or not limit:
+        if (kind not in ("iops", "iops_slope", "bw", "bw_slope")
+                or not re.fullmatch(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)%?", limit)):
             raise ValueError("must be fio's ss= form, e.g. 'bw:20%' or 'iops_slope:0.5%'")
         return value
 
 
 class FioSettings(Strict):
     binary: str = "fio"
-    file_size: Size
+    file_size: Size = Field(gt=0)
     runtime: Duration = 30.0
     ioengine: str = "libaio"
     direct: bool = True
-    timeout: Duration = 600.0
-    seq_block: Size = 1024**2
+    timeout: Duration = Field(default=600.0, gt=0)
+    seq_block: Size = Field(default=1024**2, gt=0)
     seq_iodepth: PositiveInt = 16
-    qd_sweep: list[PositiveInt] = [1, 4, 16, 32]
-    qd_sweep_runtime: Duration = 10.0
-    kv_block: Size = 256 * 1024
+    qd_sweep: list[PositiveInt] = Field(default=[1, 4, 16, 32], min_length=1)
+    qd_sweep_runtime: Duration = Field(default=10.0, gt=0)
+    kv_block: Size = Field(default=256 * 1024, gt=0)
     kv_jobs: PositiveInt = 4
     kv_iodepth: PositiveInt = 4
     precondition_passes: PositiveInt = 2

@@ -41,6 +41,8 @@ def round_averages(data: list[float], rounds: int = ROUNDS) -> list[float]:
 def least_squares_slope(values: list[float]) -> float:
     """Slope of the least-squares line through (i, values[i])."""
     n = len(values)
+    if n < 2:
+        return 0.0  # one point (or none) has no trend
     mean_x = (n - 1) / 2
     mean_y = sum(values) / n
     sxx = sum((i - mean_x) ** 2 for i in range(n))

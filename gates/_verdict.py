@@ -27,7 +27,8 @@ EXIT_CODES = {Outcome.PASS: 0, Outcome.FAIL: 1, Outcome.MARGINAL: 1,
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+    # 4 significant digits, but never "2e+05" for a limit such as 200000 IO/s.
+    return f"{x:.0f}" if 1e4 <= abs(x) < 1e16 else f"{x:.4g}"
 
 
 class Limit(BaseModel):
@@ -48,10 +49,16 @@ class Limit(BaseModel):
 
     @model_validator(mode="after")
     def _has_a_bound(self) -> Limit:
+        name = f"limit {self.key}" if self.key else "limit"
         if self.lo is None and self.hi is None:
-            raise ValueError(f"limit {self.key or ''} has neither a lower nor an upper bound")
-        if self.lo is not None and self.hi is not None and self.lo > self.hi:
-            raise ValueError(f"limit {self.key or ''}: lower bound {self.lo} > upper bound "
+            raise ValueError(f"{name} has neither a lower nor an upper bound")
+        if any(b is not None and math.isnan(b) for b in (self.lo, self.hi)):
+            # Every comparison with NaN is false: such a limit would pass any value.
+            raise ValueError(f"{name} has a bound that is not a number (NaN)")
+        if self.lo is not None and self.hi is not None and (
+                self.lo > self.hi
+                or (self.lo == self.hi and not (self.lo_inclusive and self.hi_inclusive))):
+            raise ValueError(f"{name}: no value can pass: lower bound {self.lo} vs upper bound "
                              f"{self.hi}")
         return self
 
@@ -159,7 +166,8 @@ class Measurement(BaseModel):
 
 def gate_verdict(outcomes: list[Outcome]) -> Outcome:
     """The gate verdict from its measurements' outcomes; nothing measured is never a PASS."""
-    counted = [o for o in outcomes if o is not Outcome.NOT_APPLICABLE]
+    # Outcome(...) so that plain strings ("NOT APPLICABLE") are compared as outcomes too.
+    counted = [o for o in map(Outcome, outcomes) if o is not Outcome.NOT_APPLICABLE]
     for worst in (Outcome.FAIL, Outcome.ERROR, Outcome.BLOCKED, Outcome.MARGINAL):
         if worst in counted:
             return worst
