@@ -45,12 +45,13 @@ class StepOutcome(BaseModel):
         return self.error or ("" if self.report else "fio produced no report")
 
 
-def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings) -> Measurement:
+def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings,
+              band: float = 0.0) -> Measurement:
     """A bandwidth job's summed bytes/s against its minimum, with efficiency vs the ceiling."""
     title, limit_key, direction = BW_TITLES[key]
     floor = getattr(limits, limit_key)
     unit, scale = bandwidth_unit(floor)
-    limit = Limit.at_least(floor / scale, unit, key=f"g1.{limit_key}")
+    limit = Limit.at_least(floor / scale, unit, key=f"g1.{limit_key}", marginal=band)
     report, evidence = step.report, step.evidence
     if step.problem():
         return Measurement.error(title, step.problem(), limit, evidence=evidence)
@@ -62,12 +63,13 @@ def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings)
                                 note=_efficiency(bw, ceiling, ceilings.label))
 
 
-def steady_state(key: str, step: StepOutcome, limits: G1Limits) -> list[Measurement]:
+def steady_state(key: str, step: StepOutcome, limits: G1Limits,
+                 band: float = 0.0) -> list[Measurement]:
     """The two SNIA rules for a bandwidth job, recomputed from fio's steady-state window."""
     title = BW_TITLES[key][0].replace(" bandwidth", "")
-    spread_limit = Limit.at_most(limits.steady_state_spread_max, "%",
+    spread_limit = Limit.at_most(limits.steady_state_spread_max, "%", marginal=band,
                                  key="g1.steady_state_spread_max")
-    slope_limit = Limit.at_most(limits.steady_state_slope_max, "%",
+    slope_limit = Limit.at_most(limits.steady_state_slope_max, "%", marginal=band,
                                 key="g1.steady_state_slope_max")
     names = (f"{title}: steady-state spread", f"{title}: steady-state slope")
     evidence = step.evidence
@@ -103,10 +105,10 @@ def steady_state(key: str, step: StepOutcome, limits: G1Limits) -> list[Measurem
     return [spread, slope]
 
 
-def qd1_latency(step: StepOutcome, limits: G1Limits) -> Measurement:
+def qd1_latency(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measurement:
     """99th-percentile completion latency of 4 KiB random reads at QD1, if N supports it."""
     limit_us = limits.randread_4k_qd1_p99_max * 1e6
-    limit = Limit.at_most(limit_us, "µs", key="g1.randread_4k_qd1_p99_max")
+    limit = Limit.at_most(limit_us, "µs", key="g1.randread_4k_qd1_p99_max", marginal=band)
     name = "4 KiB random read QD1 p99 latency"
     evidence = step.evidence
     if step.problem():
@@ -127,9 +129,11 @@ def qd1_latency(step: StepOutcome, limits: G1Limits) -> Measurement:
                                 note=f"N = {clat.N}; p50 {p50 / 1e3:.0f} µs")
 
 
-def qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int]) -> Measurement:
+def qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int],
+             band: float = 0.0) -> Measurement:
     """4 KiB random-read IOPS at the deepest queue of the sweep; the curve goes in the note."""
-    limit = Limit.at_least(limits.randread_4k_iops_min, "IO/s", key="g1.randread_4k_iops_min")
+    limit = Limit.at_least(limits.randread_4k_iops_min, "IO/s", key="g1.randread_4k_iops_min",
+                           marginal=band)
     name = f"4 KiB random read IOPS at QD{max(depths)}" if depths else "4 KiB random read IOPS"
     evidence = step.evidence
     if step.problem():

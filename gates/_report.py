@@ -44,14 +44,17 @@ def format_value(m: Measurement) -> str:
     """A measurement's value for a table cell: "5.23 GB/s", or "—" when unmeasured."""
     if m.value is None:
         return "—"
-    return f"{m.value:,.4g} {m.unit}".strip() if abs(m.value) < 1e5 else \
-        f"{m.value:,.0f} {m.unit}".strip()
+    text = f"{m.value:,.0f}" if abs(m.value) >= 1e4 else f"{m.value:,.4g}"
+    return f"{text} {m.unit}".strip()
 
 
 def format_margin(m: Measurement) -> str:
     """Distance to the limit with its sign and unit, e.g. "+1.2 GB/s"."""
     margin = m.margin
-    return "—" if margin is None else f"{margin:+,.4g} {m.unit}".strip()
+    if margin is None:
+        return "—"
+    text = f"{margin:+,.0f}" if abs(margin) >= 1e4 else f"{margin:+,.4g}"
+    return f"{text} {m.unit}".strip()
 
 
 _ENV.filters["value"] = format_value

@@ -154,6 +154,14 @@ class FioSettings(Strict):
     hosts: list[str] = []  # multi-host: fio --client=HOST for each; empty = this machine
     server_port: int = Field(default=8765, gt=0, lt=65536)
 
+    @field_validator("hosts")
+    @classmethod
+    def _plain_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if not host or host != host.strip() or any(c in host for c in ", \t"):
+                raise ValueError(f"{host!r} is not a host name or address for fio --client")
+        return hosts
+
     @model_validator(mode="after")
     def _window_fits(self) -> FioSettings:
         ss = self.steady_state

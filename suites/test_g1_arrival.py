@@ -11,35 +11,30 @@ from gates import _g1
 pytestmark = [pytest.mark.gate, pytest.mark.g1]
 
 
-def test_seq_read_bandwidth(g1_fio, kvgate, check):
-    check(_g1.bandwidth("seqread", g1_fio["seqread"], kvgate.thresholds.g1, kvgate.site.ceilings))
+@pytest.fixture
+def limits(kvgate):
+    return kvgate.thresholds.g1
 
 
-def test_seq_read_steady_state(g1_fio, kvgate, check):
-    check(*_g1.steady_state("seqread", g1_fio["seqread"], kvgate.thresholds.g1))
+@pytest.fixture
+def band(kvgate):
+    """The guard band of thresholds.toml [decision], as a fraction of each bound."""
+    return kvgate.thresholds.decision.marginal_band / 100
 
 
-def test_seq_write_bandwidth(g1_fio, kvgate, check):
-    check(_g1.bandwidth("seqwrite", g1_fio["seqwrite"], kvgate.thresholds.g1,
-                        kvgate.site.ceilings))
+@pytest.mark.parametrize("job", ["seqread", "seqwrite", "kvrestore"])
+def test_bandwidth(job, g1_fio, kvgate, limits, band, check):
+    check(_g1.bandwidth(job, g1_fio[job], limits, kvgate.site.ceilings, band))
 
 
-def test_seq_write_steady_state(g1_fio, kvgate, check):
-    check(*_g1.steady_state("seqwrite", g1_fio["seqwrite"], kvgate.thresholds.g1))
+@pytest.mark.parametrize("job", ["seqread", "seqwrite", "kvrestore"])
+def test_steady_state(job, g1_fio, limits, band, check):
+    check(*_g1.steady_state(job, g1_fio[job], limits, band))
 
 
-def test_randread_4k_qd1_latency(g1_fio, kvgate, check):
-    check(_g1.qd1_latency(g1_fio["randread-qd1"], kvgate.thresholds.g1))
+def test_randread_4k_qd1_latency(g1_fio, limits, band, check):
+    check(_g1.qd1_latency(g1_fio["randread-qd1"], limits, band))
 
 
-def test_randread_4k_qd_sweep(g1_fio, kvgate, check):
-    check(_g1.qd_sweep(g1_fio["qd-sweep"], kvgate.thresholds.g1, kvgate.site.fio.qd_sweep))
-
-
-def test_kv_restore_bandwidth(g1_fio, kvgate, check):
-    check(_g1.bandwidth("kvrestore", g1_fio["kvrestore"], kvgate.thresholds.g1,
-                        kvgate.site.ceilings))
-
-
-def test_kv_restore_steady_state(g1_fio, kvgate, check):
-    check(*_g1.steady_state("kvrestore", g1_fio["kvrestore"], kvgate.thresholds.g1))
+def test_randread_4k_qd_sweep(g1_fio, kvgate, limits, band, check):
+    check(_g1.qd_sweep(g1_fio["qd-sweep"], limits, kvgate.site.fio.qd_sweep, band))

@@ -319,3 +319,14 @@ def test_runtime_shorter_than_ramp_and_window_is_a_clear_error(tmp_path):
     problem = error.problems[0]
     assert problem.startswith("key 'fio':")
     assert "runtime 8s" in problem and "13s" in problem  # ramp 2s + window 10s + 1s
+
+
+@pytest.mark.parametrize("host", ["", " 10.0.0.1", "a,b", "a b"])
+def test_fio_hosts_must_be_plain_names(tmp_path, repo, host):
+    site = tmp_path / "site.toml"
+    text = (repo / "site.toml").read_text().replace('binary = "fio"',
+                                                    f'binary = "fio"\nhosts = ["{host}"]')
+    site.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_site(site)
+    assert "fio.hosts" in str(err.value) and "fio --client" in str(err.value)
