@@ -53,11 +53,21 @@ def test_exit_code_is_decided_by_the_first_gate_that_did_not_pass(verdicts, code
     assert summary_exit_code(records) == code
 
 
+def _run_g1(tmp_path, site_text, thresholds):
+    """`kvgate run g1` as a user runs it, in a child process; returns it and the G1 record."""
+    (tmp_path / "site.toml").write_text(site_text)
+    out = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                           str(tmp_path / "site.toml"), "--thresholds", str(thresholds),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    [record_file] = out.glob("*/g1.json")
+    return done, json.loads(record_file.read_text())
+
+
 @pytest.mark.skipif(shutil.which("fio") is None,
                     reason="fio is not installed (apt-get install fio)")
 def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     """Real fio on a temporary directory; one impossible limit, the rest relaxed for stability."""
-    (tmp_path / "site.toml").write_text(tiny_site(tmp_path / "target"))
     thresholds = (repo / "thresholds.toml").read_text()
     thresholds = thresholds.replace('seq_read_bw_min = "50 MB/s"', 'seq_read_bw_min = "1000 TB/s"')
     thresholds = thresholds.replace('steady_state_spread_max = "20 %"',
@@ -67,14 +77,9 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     thresholds = thresholds.replace("steady_state_required = true", "steady_state_required = false")
     thresholds = thresholds.replace("randread_4k_iops_min = 1000", "randread_4k_iops_min = 1")
     (tmp_path / "thresholds.toml").write_text(thresholds)
-    out = tmp_path / "reports"
-    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
-                           str(tmp_path / "site.toml"), "--thresholds",
-                           str(tmp_path / "thresholds.toml"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done, record = _run_g1(tmp_path, tiny_site(tmp_path / "target"), tmp_path / "thresholds.toml")
     assert done.returncode == 1, done.stdout + done.stderr
-    [record_file] = out.glob("*/g1.json")
-    record = json.loads(record_file.read_text())
+    record_file = next((tmp_path / "reports").glob("*/g1.json"))
     by_name = {m["name"]: m for m in record["measurements"]}
     seq = by_name["Sequential read 1 MiB bandwidth"]
     assert record["verdict"] == "FAIL" and seq["outcome"] == "FAIL"
@@ -91,20 +96,9 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
         "kvgate-read.dat", "kvgate-write.dat"]
 
 
-def _run_g1(tmp_path, site_text, repo):
-    (tmp_path / "site.toml").write_text(site_text)
-    out = tmp_path / "reports"
-    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
-                           str(tmp_path / "site.toml"), "--thresholds",
-                           str(repo / "thresholds.toml"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    [record_file] = out.glob("*/g1.json")
-    return done, json.loads(record_file.read_text())
-
-
 def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site):
     site = tiny_site(tmp_path / "target").replace('[fio]\n', '[fio]\nbinary = "fio-absent"\n')
-    done, record = _run_g1(tmp_path, site, repo)
+    done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
     assert record["verdict"] == "ERROR"
     assert all(m["outcome"] == "ERROR" and "apt-get install fio" in m["note"]
@@ -113,7 +107,7 @@ def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site
 
 def test_missing_target_directory_is_refused_before_writing(tmp_path, repo, tiny_site):
     site = tiny_site(tmp_path / "absent" / "target")
-    done, record = _run_g1(tmp_path, site, repo)
+    done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
     assert all(m["outcome"] == "ERROR" and "cannot create target directory" in m["note"]
                for m in record["measurements"])
