@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ._record import GateRecord
+from ._requests import RequestRecord
 from ._verdict import Measurement
 
 DB_NAME = "kvgate.sqlite"
@@ -35,6 +36,9 @@ CREATE TABLE IF NOT EXISTS gate_records (
 CREATE TABLE IF NOT EXISTS evidence (
     run_id TEXT NOT NULL REFERENCES runs, path TEXT NOT NULL, sha256 TEXT NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (run_id, path));
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, phase TEXT NOT NULL,
+    outcome TEXT NOT NULL, body TEXT NOT NULL);
 """
 
 
@@ -166,6 +170,18 @@ class Store:
         rows = self.db.execute("SELECT body FROM measurements WHERE run_id = ? AND gate = ? "
                                "ORDER BY id", (run_id, gate))
         return [Measurement.model_validate_json(r["body"]) for r in rows]
+
+    def add_request(self, run_id: str, record: RequestRecord) -> None:
+        """Store one finished request the moment it ends, so a crash loses none of them."""
+        self.db.execute("INSERT INTO requests (run_id, phase, outcome, body) VALUES (?,?,?,?)",
+                        (run_id, record.phase, record.outcome.value, record.model_dump_json()))
+
+    def requests(self, run_id: str, phase: str | None = None) -> list[RequestRecord]:
+        """A run's request records (of one phase, if given) in the order they finished."""
+        query = "SELECT body FROM requests WHERE run_id = ?" + (" AND phase = ?" if phase
+                                                                 else "") + " ORDER BY id"
+        rows = self.db.execute(query, (run_id, phase) if phase else (run_id,))
+        return [RequestRecord.model_validate_json(r["body"]) for r in rows]
 
     def add_samples(self, run_id: str, gate: str, series: str,
                     points: Iterable[tuple[float, float]]) -> None:

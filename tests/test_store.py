@@ -244,3 +244,17 @@ def test_reopening_keeps_everything(tmp_path):
         assert [m.value for m in again.measurements(RUN, "g1")] == [6.0]
         with pytest.raises(FileExistsError):
             again.begin_run(RUN, SITE)
+
+
+def test_requests_are_stored_as_they_finish_and_read_back_by_phase(tmp_path):
+    from gates._requests import RequestOutcome, RequestRecord
+
+    with Store(tmp_path) as store:
+        store.begin_run("r1", "site")
+        store.add_request("r1", RequestRecord(request_id="a", phase="seed", t0=0.0))
+        store.add_request("r1", RequestRecord(request_id="b", phase="probe", t0=1.0, ttft=0.5,
+                                              outcome=RequestOutcome.TIMEOUT, error="stalled"))
+        probe = store.requests("r1", "probe")
+        assert [r.request_id for r in store.requests("r1")] == ["a", "b"]
+        assert len(probe) == 1 and probe[0].outcome is RequestOutcome.TIMEOUT
+        assert probe[0].error == "stalled" and probe[0].ttft == 0.5

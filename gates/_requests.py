@@ -1,0 +1,49 @@
+"""One inference request as the load generator saw it (DESIGN §5). Pure data."""
+
+from __future__ import annotations
+
+import enum
+
+from pydantic import BaseModel, Field
+
+
+class RequestOutcome(enum.StrEnum):
+    """How a request ended; every request sent ends as exactly one of these."""
+
+    OK = "ok"
+    HTTP_ERROR = "http_error"
+    TIMEOUT = "timeout"
+    PROTOCOL_ERROR = "protocol_error"
+    CANCELLED = "cancelled"
+
+
+class RequestRecord(BaseModel):
+    """Times are seconds (from perf_counter_ns) relative to the phase's dispatch start."""
+
+    request_id: str
+    phase: str = "probe"  # e.g. warmup, seed, probe, window-0007
+    warmup: bool = False
+    endpoint: str = ""
+    t0: float  # just before the POST
+    queue_time: float = 0.0  # waiting for a concurrency slot, before t0
+    ttft: float | None = None  # first content event - t0
+    e2e: float | None = None  # last content event - t0
+    content_times: list[float] = Field(default_factory=list)  # each content event - t0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens_from_usage: bool = False  # False: counted content events instead
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens, if sent
+    output_ids: list[int] = Field(default_factory=list)  # token ids, when the server sends them
+    outcome: RequestOutcome = RequestOutcome.OK
+    status: int | None = None  # HTTP status
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the request completed normally."""
+        return self.outcome is RequestOutcome.OK
+
+    @property
+    def counted(self) -> bool:
+        """Whether the request belongs in latency statistics: ok and not warm-up."""
+        return self.ok and not self.warmup
