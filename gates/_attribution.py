@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from gates._promtext import MetricSet
+from gates._promtext import MetricSet, add_up
 
 QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_tokens",
               "storage_read_bytes", "storage_read_blocks", "storage_write_tokens",
@@ -173,7 +173,7 @@ def _apply(rules: list[Rule], after: MetricSet, delta: MetricSet) -> tuple[float
             continue
         labels = {k: re.compile(v) for k, v in rule.labels.items()}
         chosen = delta.select(pattern, labels)
-        return math.fsum(s.value for s in chosen), [s.key for s in chosen] or [rule.describe()]
+        return add_up([s.value for s in chosen]), [s.key for s in chosen] or [rule.describe()]
     return None
 
 
@@ -235,7 +235,10 @@ class PsutilDiskCounters:
         """A snapshot of every block device's counters."""
         import psutil  # imported here so the pure part of this module needs no psutil
 
-        found = psutil.disk_io_counters(perdisk=True) or {}
+        try:
+            found = psutil.disk_io_counters(perdisk=True) or {}
+        except (OSError, RuntimeError) as exc:  # no /proc/diskstats, e.g. in some containers
+            raise AttributionError(f"cannot read the disks' I/O counters: {exc}") from None
         return {name: DiskIO(read_bytes=c.read_bytes, write_bytes=c.write_bytes,
                              read_count=c.read_count, write_count=c.write_count)
                 for name, c in found.items()}

@@ -17,8 +17,11 @@ NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _NAME = re.compile(NAME)
 _LABEL_NAME = re.compile(r"[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*\"")
 # Python's float() also takes "1_000", "infinity" and hex; the format does not.
-_VALUE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[Nn][Aa][Nn]|[Ii][Nn][Ff])")
-_TIMESTAMP = re.compile(r"-?\d{1,19}")
+# ASCII only: Python's \d and float() also take other scripts' digits.
+_VALUE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[Nn][Aa][Nn]|[Ii][Nn][Ff])",
+                    re.ASCII)
+_TIMESTAMP = re.compile(r"-?\d{1,19}", re.ASCII)
+_BLANKS = re.compile(r"[ \t]+")
 _BRACE = re.compile(r"[ \t]*\{")
 _CLOSE = re.compile(r"[ \t]*\}")
 _SEP = re.compile(r"[ \t]*(,|\})")
@@ -61,6 +64,14 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def add_up(values: list[float]) -> float:
+    """Exact float sum; NaN where +Inf meets -Inf (math.fsum would raise)."""
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):
+        return sum(values, 0.0)
+
+
 def _matches(sample: Sample, labels: Labels | None) -> bool:
     # A label the sample lacks matches as "", as in PromQL.
     for name, want in (labels or {}).items():
@@ -101,7 +112,7 @@ class MetricSet(BaseModel):
     def sum(self, name: str | re.Pattern[str], labels: Labels | None = None) -> float | None:
         """The sum of the selected samples; None when nothing matches (not 0)."""
         chosen = self.select(name, labels)
-        return math.fsum(s.value for s in chosen) if chosen else None
+        return add_up([s.value for s in chosen]) if chosen else None
 
     def delta(self, before: MetricSet) -> MetricSet:
         """Per series: self minus before. A series new since before counts from 0; a counter
@@ -179,7 +190,7 @@ def _sample(line: str, n: int) -> Sample:
     rest = line[pos:]
     if rest[:1] not in (" ", "\t"):
         raise MetricsParseError(n, f"{name}: expected a space and a value after the series")
-    fields = rest.split()
+    fields = _BLANKS.split(rest.strip(" \t"))
     if not 1 <= len(fields) <= 2:
         raise MetricsParseError(n, f"{name}: expected a value and an optional timestamp, "
                                    f"got {rest.strip()[:60]!r}")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._promtext import MetricSet, MetricsParseError, Sample, parse_metrics
+from gates._promtext import MetricSet, MetricsParseError, Sample, add_up, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "metrics"
 
@@ -86,6 +86,8 @@ def test_colons_in_names_as_vllm_uses_them():
     ("x one\n", 1, "not a number"),
     ("x 1_000\n", 1, "not a number"),
     ("x 0x10\n", 1, "not a number"),
+    ("x \u0663\n", 1, "not a number"),  # ARABIC-INDIC DIGIT THREE: float() takes it
+    ("x 1\u30002\n", 1, "not a number"),  # an ideographic space is not a separator
     ("x 1 2 3\n", 1, "optional timestamp"),
     ("x 1 1.5\n", 1, "timestamp"),
     ("x\n", 1, "expected a space"),
@@ -111,6 +113,13 @@ def test_select_by_name_regex_and_label_filters():
     assert m.sum(".*", {"e": ""}) == 12
     assert m.sum("a_tot") is None  # full match, not a prefix
     assert m.sum("nothing") is None
+
+
+def test_sums_of_infinities_do_not_raise():
+    m = parse_metrics("a +Inf\nb -Inf\nc 1e308\nd 1e308\n")
+    assert math.isnan(m.sum("a|b"))
+    assert m.sum("c|d") == math.inf
+    assert add_up([0.1] * 10) == 1.0  # exact, unlike sum()
 
 
 def test_delta_subtracts_series_by_series():
