@@ -261,10 +261,9 @@ class FakeDiskCounters:
 
 def device_read_bytes(before: dict[str, DiskIO], after: dict[str, DiskIO],
                       devices: list[str]) -> int:
-    """Bytes read from the named devices (``nvme0n1`` or ``/dev/nvme0n1``) between snapshots.
-
-    Name the devices that carry the KV tier, and not both an md array and its members,
-    or the same reads count twice."""
+    """Bytes read from the named devices (``nvme0n1`` or ``/dev/nvme0n1``) between snapshots."""
+    # Name the devices that carry the KV tier, and not both an md array and its members, or
+    # the same reads count twice.
     total = 0
     for device in devices:
         name = device.removeprefix("/dev/")

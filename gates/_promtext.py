@@ -115,9 +115,9 @@ class MetricSet(BaseModel):
         return add_up([s.value for s in chosen]) if chosen else None
 
     def delta(self, before: MetricSet) -> MetricSet:
-        """Per series: self minus before. A series new since before counts from 0; a counter
-        that fell was reset, so its delta is its new value (PromQL's increase()) and it is listed
-        in ``resets``."""
+        """Per series: self minus before; new series count from 0, reset counters from 0."""
+        # A counter that fell was restarted: its delta is its new value, as PromQL's increase()
+        # takes it, and the series is listed in ``resets`` so a report can say so.
         old = {s.key: s.value for s in before.samples}
         out, resets = [], []
         for s in self.samples:

@@ -149,9 +149,9 @@ def cold_recovery(contexts: int, context_tokens: int, question_tokens: int, outp
 
 def multi_turn(sessions: int, turns: int, first_tokens: int, turn_tokens: int,
                output_tokens: int, seed: int, vocab: int, reserved: int = RESERVED) -> Plan:
-    """Chat sessions: turn n's prompt = turn n-1's prompt + a stand-in for its output + new
-    user tokens. The engine's real output differs from the stand-in, so the reusable prefix
-    is the previous prompt."""
+    """Chat sessions: turn n = turn n-1's prompt + a stand-in for its output + new user tokens."""
+    # The engine's real output differs from the stand-in, so the reusable prefix of turn n is
+    # turn n-1's prompt. Turns of one session must be sent one after another (session, turn).
     _positive(sessions=sessions, turns=turns, first_tokens=first_tokens,
               turn_tokens=turn_tokens, output_tokens=output_tokens)
     heads = _unique_blocks([f"{seed}:turns:{s}" for s in range(sessions)], 1, vocab, reserved)
