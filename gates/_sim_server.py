@@ -24,7 +24,6 @@ from ._sim_model import (
     Profile,
     chat_ids,
     chunk_hashes,
-    chunk_payload,
     clean_digest,
     decode_seconds,
     fault_hits,
@@ -120,31 +119,31 @@ class Engine:
         self.counters.gpu_hit_tokens += plan.gpu_tokens
         stored = hashes[plan.gpu_chunks:plan.gpu_chunks + plan.storage_chunks]
         if stored:
-            digests += await tier.read_chunks(stored, kv_digest)
+            got = await tier.read_chunks(stored, kv_digest, return_exceptions=True)
+            # A chunk that could not be read (deleted under us, I/O error) ends the prefix
+            # and the rest is recomputed, as an engine falls back when a KV load fails.
+            ok = next((i for i, g in enumerate(got) if isinstance(g, BaseException)), len(got))
+            digests += got[:ok]
+            plan = plan.model_copy(update={"storage_chunks": ok, "compute_chunks":
+                                           plan.compute_chunks + len(stored) - ok})
             self.counters.storage_read_tokens += plan.storage_tokens
-        fresh = hashes[plan.gpu_chunks + plan.storage_chunks:]
+        fresh = hashes[len(digests):]
         loop = asyncio.get_running_loop()
         async with self.compute:
             due = self.clock.now_ns() + int(prefill_seconds(p, plan.recompute_tokens) * 1e9)
             # Materialise the new chunks' KV while the compute resource is busy with them.
-            made = await asyncio.gather(*[loop.run_in_executor(None, self._make, h)
-                                          for h in fresh])
+            digests += await asyncio.gather(*[loop.run_in_executor(None, clean_digest, h, p)
+                                              for h in fresh])
             await self.clock.sleep_until(due)
-        digests += [d for d, _ in made]
         self.counters.recomputed_tokens += plan.recompute_tokens
-        for h, (_, payload) in zip(fresh, made, strict=True):
-            if tier is not None:
-                tier.write_later(h, payload)
+        if tier is not None:
+            for h in fresh:
+                # The writer makes the bytes again rather than this request holding them all:
+                # a 100K-token prompt's KV is ~200 MB even scaled down.
+                tier.write_later(h)
         for h, d in zip(hashes, digests, strict=True):
             self.gpu.put(h, d)
         return Prefilled(plan.gpu_tokens, plan.storage_tokens, plan.recompute_tokens, digests)
-
-    def _make(self, h: bytes) -> tuple[bytes, bytes | None]:
-        # The payload is only needed when there is a tier to write it to.
-        if self.tier is None:
-            return clean_digest(h, self.profile), None
-        payload = chunk_payload(h, self.profile)
-        return kv_digest(payload), payload
 
     async def paced(self, count: int, stall_at: int | None,
                     stall_s: float) -> AsyncIterator[tuple[int, int]]:
@@ -414,7 +413,8 @@ def info(engine: Engine) -> dict:
                 "dir": str(tier.root), "chunks": len(tier), "direct_io": tier.direct_io,
                 "io_note": tier.io_note, "readers": tier.readers,
                 "pending_writes": tier.pending_writes, "skipped_files": tier.skipped_files,
-                "last_write_error": tier.last_write_error, **tier.stats}}
+                "last_write_error": tier.last_write_error,
+                "last_read_error": tier.last_read_error, **tier.stats}}
 
 
 async def get_info(request: web.Request) -> web.Response:

@@ -116,8 +116,8 @@ class KvTier:
             raise OSError(f"O_DIRECT required but {why_not}")
         self.direct_io, self.io_note = not why_not, why_not
         self.stats = {"read_bytes": 0, "read_chunks": 0, "write_bytes": 0, "write_chunks": 0,
-                      "write_errors": 0}
-        self.last_write_error = ""
+                      "write_errors": 0, "read_errors": 0}
+        self.last_write_error = self.last_read_error = ""
         self._stats_lock = threading.Lock()
         self._read_pool = ThreadPoolExecutor(self.readers, thread_name_prefix="kv-read")
         # Writers apart from readers, so a burst of new chunks never delays a restore.
@@ -180,19 +180,29 @@ class KvTier:
         # The fault corrupts what the storage returns; nothing here checks or hides it.
         return corrupt(data, h) if is_corrupted(h, self.corrupt_fraction) else data
 
-    async def read_chunks(self, hashes: list[bytes],
-                          fn: Callable[[bytes], T] = lambda b: b) -> list[T]:
+    def _read_or_note(self, h: bytes) -> bytes:
+        try:
+            return self.read_chunk(h)
+        except OSError as exc:
+            self._count(read_errors=1)
+            self.last_read_error = str(exc)
+            if isinstance(exc, FileNotFoundError):  # removed behind our back: not stored
+                self._index.discard(h)
+            raise
+
+    async def read_chunks(self, hashes: list[bytes], fn: Callable[[bytes], T] = lambda b: b,
+                          return_exceptions: bool = False) -> list[T]:
         """Read chunks in parallel on the reader threads; fn(bytes) runs there too."""
         loop = asyncio.get_running_loop()
         return list(await asyncio.gather(*[
-            loop.run_in_executor(self._read_pool, lambda h=h: fn(self.read_chunk(h)))
-            for h in hashes]))
+            loop.run_in_executor(self._read_pool, lambda h=h: fn(self._read_or_note(h)))
+            for h in hashes], return_exceptions=return_exceptions))
 
     def write_chunk(self, h: bytes, payload: bytes | None = None) -> None:
         """Write a chunk file whole, then rename it into place and index it."""
         payload = payload if payload is not None else chunk_payload(h, self.profile)
         path = self.path_for(h)
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # the KV dir may have been emptied
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}-{threading.get_ident()}")
         with open(tmp, "wb") as f:
             f.write(payload)

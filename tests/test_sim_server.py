@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import json
+import shutil
 import time
 
 import aiohttp
@@ -347,3 +348,22 @@ def test_faults_can_be_read_and_bad_ones_refused():
 
     refused, faults = run(go())
     assert refused == 400 and faults["read_bytes_per_s"] == 1e6
+
+
+def test_kv_dir_emptied_while_running_falls_back_to_recompute(tmp_path):
+    async def go():
+        async with sim(tmp_path) as (s, app):
+            clean = ids_of(await stream(s, prompt=PROMPT, max_tokens=4))
+            await app[ENGINE].tier.drain()
+            await s.post("/reset_prefix_cache")
+            shutil.rmtree(tmp_path / TINY.model_id)
+            m0 = await metrics(s)
+            again = ids_of(await stream(s, prompt=PROMPT, max_tokens=4))
+            await app[ENGINE].tier.drain()
+            return clean, again, delta(m0, await metrics(s))
+
+    clean, again, d = run(go())
+    assert again == clean
+    assert d["kvgate_sim_storage_read_tokens_total"] == 0
+    assert d["kvgate_sim_recomputed_tokens_total"] == 100
+    assert d["kvgate_sim_storage_write_bytes_total"] == 6 * TINY.chunk_bytes  # rewritten

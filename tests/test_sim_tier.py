@@ -175,3 +175,14 @@ def test_a_read_refused_o_direct_later_falls_back_for_good(tier, monkeypatch):
     _refuse_direct(monkeypatch)
     assert tier.read_chunk(h) == chunk_payload(h, TINY)
     assert not tier.direct_io and "O_DIRECT read refused" in tier.io_note
+
+
+def test_a_chunk_deleted_behind_the_tiers_back_is_an_error_and_forgotten(tier):
+    a, b = _hashes(2)
+    tier.write_chunk(a)
+    tier.write_chunk(b)
+    tier.path_for(a).unlink()
+    got = asyncio.run(tier.read_chunks([a, b], return_exceptions=True))
+    assert isinstance(got[0], FileNotFoundError) and got[1] == chunk_payload(b, TINY)
+    assert a not in tier and b in tier
+    assert tier.stats["read_errors"] == 1 and tier.last_read_error
