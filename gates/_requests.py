@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class RequestOutcome(enum.StrEnum):
@@ -19,6 +19,8 @@ class RequestOutcome(enum.StrEnum):
 
 class RequestRecord(BaseModel):
     """Times are seconds (from perf_counter_ns) relative to the phase's dispatch start."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     request_id: str
     phase: str = "probe"  # e.g. warmup, seed, probe, window-0007

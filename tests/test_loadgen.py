@@ -1,0 +1,207 @@
+"""The load generator against a real aiohttp server on loopback that misbehaves on request."""
+
+import asyncio
+import json
+from dataclasses import dataclass
+
+import pytest
+from aiohttp import web
+
+from gates._loadgen import Endpoint, LoadSettings, payload, release_times, run_phase
+from gates._requests import RequestOutcome
+
+
+@dataclass
+class Req:
+    request_id: str
+    prompt: list
+    max_tokens: int = 3
+    phase: str = "probe"
+    at: float | None = None
+
+
+def chunk(text, ids=None):
+    choice = {"index": 0, "text": text, "finish_reason": None}
+    if ids is not None:
+        choice["token_ids"] = ids
+    return f"data: {json.dumps({'choices': [choice]})}\n\n".encode()
+
+
+USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 3}}\n\n'
+
+
+class Server:
+    """Behaviour chosen by the request's model name; counts requests in flight."""
+
+    def __init__(self):
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies = []
+
+    async def handle(self, request):
+        body = await request.json()
+        self.bodies.append(body)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await getattr(self, "do_" + body["model"])(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _stream(self, request, parts, pause=0.0):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for part in parts:
+            if pause:
+                await asyncio.sleep(pause)
+            await response.write(part)
+        return response
+
+    async def do_ok(self, request):
+        return await self._stream(request, [b": keep-alive\n\n", chunk("a", [1]), chunk("b", [2]),
+                                            chunk("c", [3]), USAGE, b"data: [DONE]\n\n"],
+                                  pause=0.005)
+
+    async def do_nousage(self, request):
+        return await self._stream(request, [chunk("a"), chunk("b"), b"data: [DONE]\n\n"])
+
+    async def do_fail(self, request):
+        return web.Response(status=500, text="boom")
+
+    async def do_stall(self, request):
+        return await self._stream(request, [chunk("a"), b""], pause=1.0)
+
+    async def do_nodone(self, request):
+        return await self._stream(request, [chunk("a"), USAGE])
+
+    async def do_garbage(self, request):
+        return await self._stream(request, [chunk("a"), b"data: {not json\n\n"])
+
+    async def do_drop(self, request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(chunk("a"))
+        request.transport.close()
+        return response
+
+
+@pytest.fixture
+def server():
+    """A real HTTP server on 127.0.0.1 in its own event loop thread-free setup."""
+    return Server()
+
+
+def run(server, models, settings=None, prompts=None):
+    async def main():
+        app = web.Application()
+        app.router.add_post("/v1/completions", server.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            endpoints = {m: Endpoint(url=f"http://127.0.0.1:{port}", model=m) for m in models}
+            requests = [Req(f"r{i}", prompts or [1, 2, 3, 4]) for i in range(len(models))]
+            records = []
+            for req, model in zip(requests, models, strict=True):
+                result = await run_phase([req], [endpoints[model]], settings or LoadSettings(
+                    stall_timeout=0.3))
+                records += result.records
+            return records
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+def test_a_good_stream_is_timed_from_content_events(server):
+    [record] = run(server, ["ok"])
+    assert record.outcome is RequestOutcome.OK and record.status == 200
+    assert len(record.content_times) == 3 and record.ttft == record.content_times[0]
+    assert record.e2e == record.content_times[-1] > record.ttft
+    assert record.output_tokens == 3 and record.tokens_from_usage
+    assert record.output_ids == [1, 2, 3] and record.input_tokens == 4
+    assert server.bodies[0]["stream_options"] == {"include_usage": True}
+    assert server.bodies[0]["prompt"] == [1, 2, 3, 4]
+
+
+def test_without_usage_tokens_are_counted_and_flagged(server):
+    [record] = run(server, ["nousage"])
+    assert record.outcome is RequestOutcome.OK
+    assert record.output_tokens == 2 and not record.tokens_from_usage
+
+
+@pytest.mark.parametrize("model, outcome, text", [
+    ("fail", RequestOutcome.HTTP_ERROR, "HTTP 500: boom"),
+    ("stall", RequestOutcome.TIMEOUT, "stall"),
+    ("nodone", RequestOutcome.PROTOCOL_ERROR, "without [DONE]"),
+    ("garbage", RequestOutcome.PROTOCOL_ERROR, ""),
+    ("drop", RequestOutcome.PROTOCOL_ERROR, ""),
+])
+def test_each_fault_is_one_counted_outcome_with_its_reason(server, model, outcome, text):
+    [record] = run(server, [model])
+    assert record.outcome is outcome, record.error
+    assert text in record.error and record.error
+
+
+def test_refused_connection_is_an_http_error_naming_the_host():
+    async def main():
+        endpoint = Endpoint(url="http://127.0.0.1:9", model="x")
+        return await run_phase([Req("r0", [1])], [endpoint], LoadSettings())
+
+    [record] = asyncio.run(main()).records
+    assert record.outcome is RequestOutcome.HTTP_ERROR
+    assert "127.0.0.1:9" in record.error and record.status is None
+
+
+def test_mixed_faults_add_up_to_the_requests_sent(server):
+    models = ["ok", "fail", "ok", "nodone", "garbage", "ok", "fail"]
+    records = run(server, models)
+    assert len(records) == len(models)
+    counts = {o: sum(r.outcome is o for r in records) for o in RequestOutcome}
+    assert counts[RequestOutcome.OK] == 3 and counts[RequestOutcome.HTTP_ERROR] == 2
+    assert counts[RequestOutcome.PROTOCOL_ERROR] == 2 and sum(counts.values()) == len(models)
+
+
+def test_closed_loop_never_exceeds_the_concurrency(server):
+    async def main():
+        app = web.Application()
+        app.router.add_post("/v1/completions", server.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model="ok")
+            seen = []
+            result = await run_phase([Req(f"r{i}", [i]) for i in range(12)], [endpoint],
+                                     LoadSettings(concurrency=3), on_record=seen.append)
+            return result, seen
+        finally:
+            await runner.cleanup()
+
+    result, seen = asyncio.run(main())
+    assert server.max_in_flight <= 3 and len(result.records) == 12 == len(seen)
+    assert all(r.ok for r in result.records)
+    assert max(r.queue_time for r in result.records) > 0  # some waited for a slot
+    assert result.wall >= max(r.t0 + r.e2e for r in result.records)
+
+
+def test_release_times_for_each_mode():
+    assert release_times(3, LoadSettings(), [None] * 3) == [None, None, None]
+    assert release_times(3, LoadSettings(mode="rate", rate=4, arrival="constant"),
+                         [None] * 3) == [0.0, 0.25, 0.5]
+    poisson = release_times(200, LoadSettings(mode="rate", rate=10, seed=7), [None] * 200)
+    assert poisson == release_times(200, LoadSettings(mode="rate", rate=10, seed=7), [None] * 200)
+    assert 10 < poisson[-1] < 30  # ~199 gaps of mean 0.1 s
+    assert release_times(2, LoadSettings(mode="trace"), [0.0, 1.5]) == [0.0, 1.5]
+
+
+def test_chat_payload_and_api_key_stay_out_of_the_record():
+    endpoint = Endpoint(url="http://h/", model="m", api="chat", api_key="sekrit")
+    body = payload(endpoint, Req("r", "hello"), LoadSettings())
+    assert body["messages"] == [{"role": "user", "content": "hello"}]
+    assert endpoint.post_url() == "http://h/v1/chat/completions"
+    assert "sekrit" not in endpoint.model_dump_json() and "sekrit" not in repr(endpoint)
