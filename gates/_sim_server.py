@@ -1,7 +1,15 @@
 """The reference engine simulator's HTTP face: OpenAI-compatible, vLLM-style metrics, faults.
 
-Every response carries ``X-KVGate-Simulator: 1``. Outputs never stop at an EOS: each
-request produces exactly max_tokens tokens (``ignore_eos`` is always effectively true).
+Endpoints: POST /v1/completions, /v1/chat/completions; GET /v1/models, /metrics, /health;
+POST /reset_prefix_cache (GPU cache only); GET/POST /sim/faults (a FaultConfig); GET /sim/info.
+Every response carries ``X-KVGate-Simulator: 1`` and the model is ``kvgate-sim-<profile>``.
+
+Wire format beyond OpenAI's: each content chunk has ``choices[0].token_ids: [id]``,
+``sim_due_ns`` (when the engine model says the token is ready) and ``sim_sent_ns``
+(perf_counter_ns just before the write); role, usage and plain responses carry
+``sim_sent_ns`` too. Chat streams open with vLLM's ``delta: {role: assistant, content: ""}``.
+Outputs never stop at an EOS: every request yields exactly max_tokens tokens (default 16;
+``ignore_eos`` is always effectively true). Any ``model`` name is accepted.
 """
 
 from __future__ import annotations
@@ -130,7 +138,10 @@ class Engine:
         fresh = hashes[len(digests):]
         loop = asyncio.get_running_loop()
         async with self.compute:
-            due = self.clock.now_ns() + int(prefill_seconds(p, plan.recompute_tokens) * 1e9)
+            # At least one token runs through the model, even on a full hit: it yields the
+            # first output token (vLLM recomputes the last prompt token for the same reason).
+            busy = prefill_seconds(p, max(plan.recompute_tokens, 1))
+            due = self.clock.now_ns() + int(busy * 1e9)
             # Materialise the new chunks' KV while the compute resource is busy with them.
             digests += await asyncio.gather(*[loop.run_in_executor(None, clean_digest, h, p)
                                               for h in fresh])

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gates._sim_model import FaultConfig, get_profile
-from gates._sim_server import ENGINE, SIM_HEADER, build_app
+from gates._sim_model import FaultConfig, chunk_hashes, get_profile
+from gates._sim_server import ENGINE, SIM_HEADER, Engine, build_app
 
 TINY = get_profile("tiny")
 PROMPT = list(range(1000, 1100))  # 6 whole chunks of 16 tokens and a 4-token tail
@@ -367,3 +367,39 @@ def test_kv_dir_emptied_while_running_falls_back_to_recompute(tmp_path):
     assert d["kvgate_sim_storage_read_tokens_total"] == 0
     assert d["kvgate_sim_recomputed_tokens_total"] == 100
     assert d["kvgate_sim_storage_write_bytes_total"] == 6 * TINY.chunk_bytes  # rewritten
+
+
+class FakeClock:
+    """The clock seam without sleeping: sleep_until jumps straight to the time asked for."""
+
+    def __init__(self):
+        self.t = 0
+
+    def now_ns(self) -> int:
+        return self.t
+
+    async def sleep_until(self, t_ns: int) -> None:
+        self.t = max(self.t, t_ns)
+        await asyncio.sleep(0)
+
+
+def test_engine_timing_on_a_fake_clock():
+    clock = FakeClock()
+    engine = Engine(TINY, None, FaultConfig(), clock)
+
+    async def go():
+        pre = await engine.prefill(PROMPT)
+        after_prefill = clock.t
+        ticks = [due async for _, due in engine.paced(4, stall_at=2, stall_s=1.0)]
+        clock.t = 0
+        # Two prompts at once take turns on the one compute resource.
+        await asyncio.gather(engine.prefill([1, *PROMPT]), engine.prefill([2, *PROMPT]))
+        return pre, after_prefill, ticks, clock.t
+
+    pre, after_prefill, ticks, both = run(go())
+    assert after_prefill == 5_000_000  # 100 tokens at 20k tokens/s
+    assert (pre.gpu_tokens, pre.storage_tokens, pre.recompute_tokens) == (0, 0, 100)
+    step = 2_000_000  # decode_base_ms with one request decoding
+    assert [t - ticks[0] for t in ticks] == [0, step, 2 * step + 10**9, 3 * step + 10**9]
+    assert both == 2 * 5_050_000
+    assert engine.decoding == 0 and engine.gpu.get(chunk_hashes(PROMPT, 16, engine.root)[0])
