@@ -94,7 +94,10 @@ class Prefilled:
 
 
 class Engine:
-    """The simulated engine: GPU cache, tier, one compute resource, a decode batch, faults."""
+    """The simulated engine: GPU cache, tier, one compute resource, a decode batch, faults.
+
+    Simplification: one request's prefill does not slow the others' decode steps.
+    """
 
     def __init__(self, profile: Profile, tier: KvTier | None, faults: FaultConfig,
                  clock: Clock):
@@ -258,6 +261,11 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         engine.running -= 1
 
 
+def _abort(request: web.Request) -> None:
+    if request.transport is not None:  # None: the client has already gone
+        request.transport.abort()
+
+
 def _usage(prompt_tokens: int, completion_tokens: int, pre: Prefilled) -> dict:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
@@ -277,7 +285,7 @@ async def _respond(request: web.Request, engine: Engine, n: int, req: _Common, c
             async for _ in ticks:
                 engine.counters.generation_tokens += 1
         if drop_at is not None:
-            request.transport.abort()  # no response at all
+            _abort(request)  # no response at all
             return web.Response()
         text = "".join(token_text(t) for t in out)
         choice = ({"index": 0, "message": {"role": "assistant", "content": text}} if chat
@@ -312,7 +320,7 @@ async def _respond(request: web.Request, engine: Engine, n: int, req: _Common, c
                 await send(base | {"choices": [choice], "sim_due_ns": due})
                 engine.counters.generation_tokens += 1
         if drop_at is not None:
-            request.transport.abort()  # mid-stream, without [DONE]
+            _abort(request)  # mid-stream, without [DONE]
             return resp
         if req.stream_options and req.stream_options.include_usage:
             await send(base | {"choices": [], "usage": _usage(prompt_tokens, len(out), pre)})
