@@ -1,0 +1,91 @@
+"""The whole chain over real loopback HTTP: workload → load generator → simulator → metrics."""
+
+import asyncio
+
+import pytest
+from aiohttp import web
+
+from gates._loadgen import Endpoint, LoadSettings
+from gates._metrics import summarize
+from gates._phases import PhaseError, run_cold_recovery
+from gates._sim_model import FaultConfig, get_profile
+from gates._sim_server import build_app
+from gates._workloads import cold_recovery
+
+TINY = get_profile("tiny")
+
+
+def plan(seed=1, contexts=4):
+    return cold_recovery(contexts=contexts, context_tokens=20 * TINY.chunk_tokens + 5,
+                         question_tokens=8, output_tokens=6, seed=seed, vocab=TINY.vocab_size,
+                         chunk_tokens=TINY.chunk_tokens, warmup=1, warmup_tokens=8)
+
+
+async def serve_and_run(kv_dir, faults=None, workload=None, eviction="reset"):
+    app = build_app("tiny", kv_dir, faults)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    try:
+        endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model=TINY.model_id)
+        return await run_cold_recovery(workload or plan(), [endpoint],
+                                       LoadSettings(concurrency=2, stall_timeout=30),
+                                       eviction=eviction)
+    finally:
+        await runner.cleanup()
+
+
+def test_cold_recovery_probe_reads_the_contexts_kv_from_storage(tmp_path):
+    result = asyncio.run(serve_and_run(tmp_path / "kv"))
+    expected = plan().total_expected_kv_tokens
+    assert result.engine == "kvgate-sim"
+    assert result.storage_read_tokens() == expected
+    assert result.storage_read_bytes() == expected * TINY.kv_bytes_per_token
+    assert result.attribution[0].gpu_hit_tokens == 0
+    assert all(r.ok for r in result.probe.records) and len(result.probe.records) == 4
+    assert result.restore_gbps() > 0
+    summary = summarize(result.probe.records, result.probe.wall)
+    assert summary.outcomes["ok"] == 4 and summary.ttft.n == 4 and summary.tpot.n == 4
+
+
+def test_recompute_arm_reads_nothing_from_storage(tmp_path):
+    result = asyncio.run(serve_and_run(None))
+    assert result.storage_read_bytes() in (0, None)
+    assert result.attribution[0].recomputed_tokens >= plan().total_expected_kv_tokens
+
+
+def test_without_eviction_the_gpu_cache_answers_not_storage(tmp_path):
+    small = plan(contexts=2)  # 40 chunks: all fit the tiny profile's 64-chunk GPU cache
+    result = asyncio.run(serve_and_run(tmp_path / "kv", workload=small, eviction="none"))
+    assert result.storage_read_tokens() == 0
+    assert result.attribution[0].gpu_hit_tokens == small.total_expected_kv_tokens
+
+
+def test_corrupted_chunks_change_the_outputs_against_recompute(tmp_path):
+    clean = asyncio.run(serve_and_run(None))
+    corrupt = asyncio.run(serve_and_run(tmp_path / "kv", FaultConfig(corrupt_fraction=1.0)))
+    by_id = {r.request_id: r.output_ids for r in clean.probe.records}
+    assert all(r.output_ids for r in corrupt.probe.records)
+    assert all(by_id[r.request_id] != r.output_ids for r in corrupt.probe.records)
+
+
+def test_storage_restore_matches_recompute_when_nothing_is_corrupted(tmp_path):
+    clean = asyncio.run(serve_and_run(None))
+    restored = asyncio.run(serve_and_run(tmp_path / "kv"))
+    by_id = {r.request_id: r.output_ids for r in clean.probe.records}
+    assert all(by_id[r.request_id] == r.output_ids for r in restored.probe.records)
+
+
+def test_http_500_faults_are_counted_exactly(tmp_path):
+    result = asyncio.run(serve_and_run(tmp_path / "kv", FaultConfig(error_every=3)))
+    every = [*[r for r in result.seed.records], *result.probe.records]
+    failed = [r for r in every if r.outcome == "http_error"]
+    assert failed and all(r.status == 500 for r in failed)
+
+
+def test_a_dead_endpoint_is_a_phase_error_naming_the_url():
+    endpoint = Endpoint(url="http://127.0.0.1:9", model="x")
+    with pytest.raises(PhaseError, match="127.0.0.1:9/metrics"):
+        asyncio.run(run_cold_recovery(plan(), [endpoint], LoadSettings()))
