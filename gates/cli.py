@@ -12,6 +12,8 @@ from rich.table import Table
 
 from . import __version__
 from ._config import ConfigError, load_site, load_thresholds
+from ._inference_cli import add_commands as add_inference_commands
+from ._inference_cli import loadgen, sim_serve
 from ._record import GATE_TITLES, GATES, GateRecord
 from ._store import Store, new_run_id
 from ._verdict import EXIT_CODES, Outcome
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  kvgate config check --site examples/my-array.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(check)
+    add_inference_commands(commands)
     return parser
 
 
@@ -150,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "config":
             return config_check(args, console)
+        if args.command == "loadgen":
+            return loadgen(args)
+        if args.command == "sim":
+            return sim_serve(args)
         return run_gates(args, console)
     except ConfigError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]configuration error:[/] {exc}",
