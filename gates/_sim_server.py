@@ -453,7 +453,7 @@ def build_app(profile: str | Profile, kv_dir: Path | None = None,
     faults = faults or FaultConfig()
     tier = None if kv_dir is None else KvTier(Path(kv_dir), p, readers=readers,
                                               direct_io=direct_io)
-    app = web.Application(client_max_size=256 * 1024**2)  # 100K-token prompts as JSON
+    app = web.Application(client_max_size=64 * 1024**2)  # 262K-token prompts as JSON: ~2 MB
     app[ENGINE] = Engine(p, tier, faults, clock or RealClock())
     app.on_response_prepare.append(_mark)
     if tier is not None:
