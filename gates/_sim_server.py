@@ -27,6 +27,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._sim_model import (
+    PROFILES,
     FaultConfig,
     LruCache,
     Profile,
@@ -45,6 +46,9 @@ from ._sim_model import (
     token_text,
 )
 from ._sim_tier import KvTier
+
+__all__ = ["ENGINE", "PROFILES", "SIM_HEADER", "Clock", "Engine", "FaultConfig", "Profile",
+           "RealClock", "build_app", "get_profile", "serve"]
 
 SIM_HEADER = "X-KVGate-Simulator"
 NOTE = "kvgate reference engine simulator: simulated engine, not valid for procurement"
