@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from ._requests import RequestOutcome, RequestRecord
 from ._selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from ._sse import SSEDecoder, SSEProtocolError, classify
 
+STAMP = "sim_sent_ns"  # the simulator stamps each event just before writing it
 READ_BUFFER = 4 * 1024 * 1024  # 100K-token responses must not throttle on a small buffer
 
 
@@ -85,10 +87,20 @@ def _input_length(request: PlannedLike) -> int:
     return len(request.prompt) if isinstance(request.prompt, list) else 0
 
 
+def _stamp_lag(data: str, arrived_ns: int) -> float | None:
+    """Arrival minus the simulator's send stamp of an event, in seconds (timing fidelity)."""
+    try:
+        return (arrived_ns - int(json.loads(data)[STAMP])) / 1e9
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 class _Stream:
     """Accumulates one response's events; times are ns since t0."""
 
-    def __init__(self) -> None:
+    def __init__(self, t0_ns: int = 0) -> None:
+        self.t0_ns = t0_ns
+        self.stamp_lag: float | None = None
         self.decoder = SSEDecoder()
         self.content_ns: list[int] = []
         self.ids: list[int] = []
@@ -106,6 +118,8 @@ class _Stream:
         if chunk.kind == "done":
             self.done = True
         if chunk.kind == "content":
+            if not self.content_ns and STAMP in data:
+                self.stamp_lag = _stamp_lag(data, self.t0_ns + elapsed_ns)
             self.content_ns.append(elapsed_ns)
             self.ids.extend(chunk.token_ids or [])
         if chunk.usage is not None:
@@ -129,7 +143,8 @@ def _record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: float,
         output_tokens=_first(usage and usage.completion_tokens, len(times)),
         tokens_from_usage=usage is not None and usage.completion_tokens is not None,
         cached_tokens=usage.cached_tokens if usage else None,
-        output_ids=stream.ids if stream else [], outcome=outcome, status=status, error=error)
+        output_ids=stream.ids if stream else [], outcome=outcome, status=status, error=error,
+        stamp_lag=stream.stamp_lag if stream else None)
 
 
 async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: PlannedLike,
@@ -139,8 +154,8 @@ async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: Plan
         if endpoint.api_key else {}
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
                                     sock_read=settings.stall_timeout)
-    stream = _Stream()
     t0_ns = time.perf_counter_ns()
+    stream = _Stream(t0_ns)
     t0 = (t0_ns - origin_ns) / 1e9
     done = functools.partial(_record, request, endpoint, t0, queue, stream)
     try:

@@ -39,6 +39,8 @@ class RequestRecord(BaseModel):
     outcome: RequestOutcome = RequestOutcome.OK
     status: int | None = None  # HTTP status
     error: str = ""
+    # First content event's arrival minus the server's send stamp (simulator only), seconds.
+    stamp_lag: float | None = None
 
     @property
     def ok(self) -> bool:
