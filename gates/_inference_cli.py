@@ -13,11 +13,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from ._attribution import AttributionError, PsutilDiskCounters
 from ._loadgen import Endpoint, LoadResult, LoadSettings, run_phase
 from ._metrics import summarize
 from ._phases import PhaseError, run_cold_recovery
+from ._requests import RequestRecord
 from ._sim_model import PROFILES, FaultConfig
 from ._sim_server import serve
+from ._store import DB_NAME, Store, new_run_id
 from ._workloads import (
     PROBE,
     Plan,
@@ -26,6 +29,7 @@ from ._workloads import (
     mooncake_replay,
     multi_turn,
     shared_prefix,
+    workload_hash,
 )
 
 LOADGEN_EXAMPLES = """examples:
@@ -67,6 +71,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     gen.add_argument("--evict", choices=["reset", "flood", "none"], default="reset")
     gen.add_argument("--stall-timeout", type=float, default=60.0)
     gen.add_argument("--json", type=Path, help="write the records and summary here")
+    gen.add_argument("--out", type=Path, help="also stream every request into the store here "
+                     "(kvgate.sqlite), as it finishes")
+    gen.add_argument("--device", action="append", default=[],
+                     help="block device holding the KV tier (e.g. nvme0n1; repeatable): its "
+                     "read bytes during the probe are reported")
 
     sim = commands.add_parser("sim", help="the reference KV-offload engine simulator")
     sim_commands = sim.add_subparsers(dest="sim_command", required=True)
@@ -120,13 +129,20 @@ def _settings(args: argparse.Namespace) -> LoadSettings:
 
 
 async def _drive(args: argparse.Namespace, plan: Plan, endpoints: list[Endpoint],
-                 progress: Progress) -> dict:
+                 progress: Progress, store: Store | None, run_id: str) -> dict:
     task = progress.add_task("requests", total=len(plan.requests))
-    tick = lambda _record: progress.advance(task)  # noqa: E731
+
+    def tick(record: RequestRecord) -> None:
+        progress.advance(task)
+        if store:
+            store.add_request(run_id, record)
+
     settings = _settings(args)
     if args.workload == "cold-recovery":
+        disks = PsutilDiskCounters() if args.device else None
         result = await run_cold_recovery(plan, endpoints, settings, engine=args.engine,
-                                         eviction=args.evict, on_record=tick)
+                                         eviction=args.evict, on_record=tick, disks=disks,
+                                         devices=args.device)
         return {"probe": result.probe, "cold_recovery": result}
     turns = sorted({r.turn for r in plan.requests}) if args.workload == "multi-turn" else [None]
     records, wall = [], 0.0
@@ -167,6 +183,14 @@ def _print(console: Console, result: dict) -> None:
                                                     "UNFIT: " + "; ".join(check.reasons)))
 
 
+def _open_store(args: argparse.Namespace, plan: Plan) -> tuple[Store | None, str]:
+    if not args.out:
+        return None, ""
+    store, run_id = Store(args.out), new_run_id()
+    store.begin_run(run_id, "loadgen", argv=["loadgen", args.workload, workload_hash(plan)])
+    return store, run_id
+
+
 def loadgen(args: argparse.Namespace) -> int:
     """Run the workload, print the summary table, write JSON if asked."""
     console = Console(soft_wrap=True)
@@ -175,12 +199,16 @@ def loadgen(args: argparse.Namespace) -> int:
         plan = build_plan(args)
         model = args.model or asyncio.run(_first_model(args.url[0]))
         endpoints = [Endpoint(url=u, model=model, api=args.api, api_key=key) for u in args.url]
+        store, run_id = _open_store(args, plan)
         with Progress(BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True)) as progress:
-            result = asyncio.run(_drive(args, plan, endpoints, progress))
-    except (PhaseError, WorkloadError, OSError, aiohttp.ClientError) as exc:
+            result = asyncio.run(_drive(args, plan, endpoints, progress, store, run_id))
+    except (PhaseError, WorkloadError, AttributionError, OSError, aiohttp.ClientError) as exc:
         Console(stderr=True).print(f"[red]loadgen:[/] {exc}", highlight=False)
         return 2
+    if store:
+        console.print(f"requests stored in {store.out_dir / DB_NAME} under run {run_id}")
+        store.close()
     _print(console, result)
     if args.json:
         body = {k: json.loads(v.model_dump_json()) for k, v in result.items()}

@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+from gates._store import Store
+
 
 def free_port():
     with socket.socket() as s:
@@ -45,7 +47,7 @@ def test_loadgen_prints_latency_table_and_storage_attribution(simulator, tmp_pat
     out = tmp_path / "run.json"
     done = loadgen("--url", simulator, "--workload", "cold-recovery", "--requests", "4",
                    "--context-tokens", "512", "--chunk-tokens", "16", "--concurrency", "2",
-                   "--json", str(out))
+                   "--json", str(out), "--out", str(tmp_path / "store"))
     assert done.returncode == 0, done.stderr
     for text in ("TTFT p50", "TPOT (= ITL) mean", "inter-chunk latency p99",
                  "output throughput (span)", "storage reads (kvgate-sim): 2,048 tokens of "
@@ -54,6 +56,11 @@ def test_loadgen_prints_latency_table_and_storage_attribution(simulator, tmp_pat
     body = json.loads(out.read_text())
     assert body["summary"]["outcomes"]["ok"] == 4
     assert len(body["probe"]["records"]) == 4
+    with Store(tmp_path / "store") as store:
+        [run] = store.db.execute("SELECT run_id FROM runs").fetchall()
+        stored = store.requests(run["run_id"])
+    phases = [r.phase for r in stored]
+    assert phases.count("probe") == 4 and phases.count("seed") == 4  # warm-up, seed, probe
 
 
 def test_loadgen_against_a_dead_endpoint_says_so_and_exits_2():
