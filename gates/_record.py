@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, model_serializer
 
 from ._verdict import Measurement, Outcome, failures_first, gate_verdict
 
@@ -33,6 +33,17 @@ class UpstreamRef(BaseModel):
     record_sha256: str
 
 
+class DutItem(BaseModel):
+    """One identified part of the device under test: an NVMe drive, an md array, a NIC…"""
+
+    role: str  # "NVMe controller", "md array", "block device", "NIC", "RDMA port"
+    name: str
+    model: str = ""
+    serial: str = ""
+    firmware: str = ""
+    detail: str = ""  # size, level, link speed: what tells two such parts apart
+
+
 class GateRecord(BaseModel):
     """A gate's result: the verdict is computed from the measurements, never set by hand."""
 
@@ -51,6 +62,16 @@ class GateRecord(BaseModel):
     forced: bool = False
     deviations: list[str] = Field(default_factory=list)
     evidence: dict[str, str] = Field(default_factory=dict)  # relative path -> SHA-256
+    # The DUT identity (models, serials, firmware) collected by G1's configuration checks.
+    inventory: list[DutItem] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_inventory(self, handler):
+        # A record without an inventory serialises (and hashes) exactly as before the field.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("inventory") is None:
+            data.pop("inventory", None)
+        return data
 
     @computed_field
     @property

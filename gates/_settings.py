@@ -41,6 +41,12 @@ class G1Limits(Strict):
     steady_state_spread_max: Percent = 20.0
     steady_state_slope_max: Percent = 10.0
     steady_state_required: bool = True
+    # Configuration checks (G1 arrival): new drives, the ordered capacity, healthy media.
+    capacity_tolerance: Percent = 2.0
+    smart_percent_used_max: Percent = 10.0
+    smart_media_errors_max: int = Field(default=0, ge=0)
+    # Used only for a drive that reports no warning threshold (WCTEMP = 0), e.g. many targets.
+    temperature_max: float = Field(default=70.0, gt=0, lt=200)
 
 
 class G2Limits(Strict):
@@ -173,12 +179,38 @@ class FioSettings(Strict):
 
 
 class Topology(Strict):
-    raid_level: int | None = None
+    raid_level: int | None = None  # host md RAID level; unset = no host RAID, checks N/A
     members: PositiveInt | None = None
     chunk: Size | None = None
-    filesystem: str = "xfs"
+    filesystem: str = "xfs"  # "" accepts any filesystem (the fstype check is then N/A)
     transport: Literal["pcie", "tcp", "rdma", "local"] = "local"
     link_speed: Rate | None = None
+    md_device: str = ""  # e.g. "/dev/md127"; "" = the md device the target is mounted from
+    data_disks: PositiveInt | None = None  # overrides the rule (RAID0 all, RAID5 -1, RAID6 -2)
+    devices: list[str] = []  # NVMe namespaces of the array, e.g. ["/dev/nvme1n1"]; [] = all
+    namespaces: PositiveInt | None = None  # namespaces the array must export
+    sector_size: Size | None = None  # logical sector size of every namespace
+    capacity: Size | None = None  # ordered usable capacity of the target's block device
+    mount_options: list[str] = []  # options the target's mount must carry, e.g. ["noatime"]
+    interfaces: list[str] = []  # NICs that carry storage traffic, e.g. ["ens1f0np0"]
+    mtu: PositiveInt | None = None  # minimum MTU on those NICs
+    rdma_device: str = ""  # e.g. "mlx5_0"; "" = the RDMA devices of the interfaces
+
+    @field_validator("raid_level")
+    @classmethod
+    def _known_level(cls, level: int | None) -> int | None:
+        if level is not None and level not in (0, 1, 4, 5, 6, 10):
+            raise ValueError("must be one of 0, 1, 4, 5, 6, 10 (md RAID levels)")
+        return level
+
+    @model_validator(mode="after")
+    def _enough_members(self) -> Topology:
+        least = {0: 1, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
+        if (self.raid_level is not None and self.members is not None
+                and self.members < least[self.raid_level]):
+            raise ValueError(f"RAID{self.raid_level} needs at least {least[self.raid_level]} "
+                             f"members, not {self.members}")
+        return self
 
 
 class Ceilings(Strict):
