@@ -322,19 +322,20 @@ def fabric_paths_live(inv: Inventory, site: Site) -> Measurement:
                                 note=note)
 
 
-def _per_drive(inv: Inventory, name: str, judge) -> list[Measurement]:
+def _per_drive(inv: Inventory, name: str, judge, limit: Limit | None = None
+               ) -> list[Measurement]:
     if inv.namespaces.skipped or not inv.namespaces.ok:
-        return [_unavailable(name, inv.namespaces)]
+        return [_unavailable(name, inv.namespaces, limit)]
     if not inv.smart:
         return [Measurement.error(name, "nvme list found no namespaces to read SMART from "
-                                  "(site.toml [topology] devices)",
+                                  "(site.toml [topology] devices)", limit,
                                   evidence=inv.namespaces.evidence)]
     out = []
     for ctrl, log in inv.smart.items():
         ident = inv.controllers.get(ctrl)
         serial = f", S/N {ident.value.serial}" if ident and ident.ok else ""
         label = f"{name} ({ctrl}{serial})"
-        out.append(_unavailable(label, log) or judge(label, log, ident))
+        out.append(_unavailable(label, log, limit) or judge(label, log, ident))
     return out
 
 
@@ -344,9 +345,10 @@ def smart_critical_warning(inv: Inventory, limits: G1Limits) -> list[Measurement
         smart = log.value
         note = "no warning" if not smart.critical_warning else (
             f"critical warning {smart.critical_warning:#04x}: " + "; ".join(smart.warnings()))
-        return Measurement.measured(label, smart.critical_warning, _none(""),
+        return Measurement.measured(label, smart.critical_warning, limit,
                                     evidence=log.evidence, note=note)
-    return _per_drive(inv, "SMART critical warning", judge)
+    limit = _none("")
+    return _per_drive(inv, "SMART critical warning", judge, limit)
 
 
 def smart_media_errors(inv: Inventory, limits: G1Limits) -> list[Measurement]:
@@ -357,7 +359,7 @@ def smart_media_errors(inv: Inventory, limits: G1Limits) -> list[Measurement]:
     def judge(label, log, _ident):
         return Measurement.measured(label, log.value.media_errors, limit, evidence=log.evidence,
                                     note="unrecovered data-integrity errors since manufacture")
-    return _per_drive(inv, "SMART media errors", judge)
+    return _per_drive(inv, "SMART media errors", judge, limit)
 
 
 def smart_percent_used(inv: Inventory, limits: G1Limits) -> list[Measurement]:
@@ -367,7 +369,7 @@ def smart_percent_used(inv: Inventory, limits: G1Limits) -> list[Measurement]:
     def judge(label, log, _ident):
         return Measurement.measured(label, log.value.percent_used, limit, evidence=log.evidence,
                                     note="vendor estimate of rated endurance used")
-    return _per_drive(inv, "SMART percent used", judge)
+    return _per_drive(inv, "SMART percent used", judge, limit)
 
 
 def smart_temperature(inv: Inventory, limits: G1Limits) -> list[Measurement]:
@@ -437,9 +439,12 @@ def mtu(inv: Inventory, site: Site) -> list[Measurement]:
         return [gone]
     if limit is None:
         return [Measurement.not_applicable(name, "site.toml [topology] sets no mtu")]
-    return [Measurement.measured(f"{name} ({nic.name})", nic.mtu or 0, limit,
-                                 evidence=inv.nics.evidence, note=f"{nic.name} MTU {nic.mtu}")
-            for nic in inv.nics.value]
+    return [Measurement.measured(
+        f"{name} ({nic.name})", nic.mtu or 0, limit, evidence=inv.nics.evidence,
+        note=f"{nic.name} MTU {nic.mtu}" + ("" if (nic.mtu or 0) >= want else
+                                             f"; raise it to {want} on the NIC and on every "
+                                             "switch port in the path"))
+        for nic in inv.nics.value]
 
 
 def rdma_ports_active(inv: Inventory, site: Site) -> Measurement:

@@ -280,3 +280,28 @@ def test_real_striped_xfs_is_judged_against_the_site(tmp_path: Path):
         Outcome.FAIL, 64, Outcome.FAIL, 4)
     assert "mkfs.xfs -d su=512k,sw=3" in unit.note and "3 data disks" in width.note
     assert any(p.name.startswith("config-xfs-info") for p in (tmp_path / "evidence").iterdir())
+
+
+def test_topology_keys_are_validated():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="one of 0, 1, 4, 5, 6, 10"):
+        site(raid_level=3)
+    with pytest.raises(ValidationError, match="RAID6 needs at least 4 members, not 3"):
+        site(raid_level=6, members=3)
+    assert site(capacity="14TB", sector_size="4KiB").topology.sector_size == 4096
+
+
+def test_g1_report_shows_the_dut_identity():
+    from gates._record import GateRecord
+    from gates._report import render_html
+    from gates._verdict import Measurement
+    record = GateRecord(gate="g1", run_id="r1", site="t", started="s",
+                        measurements=[Measurement.not_applicable("RAID level", "no RAID")],
+                        inventory=healthy().dut())
+    context = {"site": site().site, "profile": "", "profile_description": "",
+               "statistic": "point", "confidence": 0.95, "marginal_band": 0.0, "target": "/t",
+               "thresholds_path": "th", "site_path": "st", "rule": "rule"}
+    html = render_html(record, context)
+    assert "Device under test" in html and "X3B0A017T0K8" in html and "KIOXIA" in html
+    assert "No inventory was collected" in render_html(
+        record.model_copy(update={"inventory": None}), context)

@@ -68,3 +68,12 @@ def test_sysfs_parser_raises_only_parse_errors(speed, mtu, state):
         parse_sysfs_net("ens1", speed, mtu, state)
     except ParseError as exc:
         assert "/sys/class/net/ens1" in str(exc)
+
+
+@given(st.dictionaries(st.integers(0, 8), st.text(max_size=40), max_size=6),
+       st.dictionaries(st.integers(0, 8), st.text(max_size=12), max_size=6))
+def test_gid_parser_raises_only_parse_errors(gids, types):
+    try:
+        parse_gid_table("mlx5_0", 1, gids, types, {})
+    except ParseError as exc:
+        assert "/sys/class/infiniband/mlx5_0/ports/1" in str(exc)
