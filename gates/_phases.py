@@ -130,9 +130,12 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
                             *, engine: str = "auto", eviction: Eviction = "reset",
                             source: MetricsSource | None = None,
                             disks: DiskCounters | None = None, devices: Sequence[str] = (),
-                            on_record: Callable[[RequestRecord], None] | None = None
-                            ) -> ColdRecovery:
-    """Warm up, seed every context, let writes settle, evict, then probe at the concurrency."""
+                            on_record: Callable[[RequestRecord], None] | None = None,
+                            evict_hook: Callable[[], None] | None = None) -> ColdRecovery:
+    """Warm up, seed every context, let writes settle, evict, then probe at the concurrency.
+
+    ``evict_hook`` replaces the eviction request, e.g. restarting an arm whose tier persists.
+    """
     source = source or HttpMetrics()
     first = await scrape_all(source, endpoints)
     engine = detect_engine(first[0]) if engine == "auto" else engine
@@ -142,7 +145,11 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
     await run_phase(plan.phase(WARMUP), endpoints, settings, on_record)
     seed = await run_phase(plan.phase(SEED), endpoints, settings, on_record)
     waited = await settle(source, endpoints, engine)
-    done = await evict(endpoints, eviction, plan, settings)
+    if evict_hook is not None:
+        await asyncio.to_thread(evict_hook)
+        done = "restarted the engine (its storage tier persists)"
+    else:
+        done = await evict(endpoints, eviction, plan, settings)
     before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
     probe = await run_phase(plan.phase(PROBE), endpoints, settings, on_record)
     after, disk_after = await scrape_all(source, endpoints), disks and disks.read()
