@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import BaseModel, Field, computed_field, model_serializer
+from pydantic import BaseModel, Field, computed_field
 
 from ._verdict import Measurement, Outcome, failures_first, gate_verdict
 
@@ -63,15 +63,8 @@ class GateRecord(BaseModel):
     deviations: list[str] = Field(default_factory=list)
     evidence: dict[str, str] = Field(default_factory=dict)  # relative path -> SHA-256
     # The DUT identity (models, serials, firmware) collected by G1's configuration checks.
-    inventory: list[DutItem] | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_absent_inventory(self, handler):
-        # A record without an inventory serialises (and hashes) exactly as before the field.
-        data = handler(self)
-        if isinstance(data, dict) and data.get("inventory") is None:
-            data.pop("inventory", None)
-        return data
+    inventory: list[DutItem] = Field(default_factory=list)
+    facts: dict[str, str] = Field(default_factory=dict)  # e.g. the workload hash G3 must match
 
     @computed_field
     @property

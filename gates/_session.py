@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from ._config import LoadedFile, load_site, load_thresholds
-from ._record import GateRecord, UpstreamRef, upstream_gate
+from ._record import DutItem, GateRecord, UpstreamRef, upstream_gate
 from ._report import write_reports
 from ._settings import Site, Thresholds
 from ._store import Store, new_run_id, utc_now
@@ -60,6 +60,8 @@ class GateSession:
     started: dict[str, str] = field(default_factory=dict)
     upstream: dict[str, tuple[UpstreamRef | None, str]] = field(default_factory=dict)
     deviations: dict[str, list[str]] = field(default_factory=dict)
+    inventory: list[DutItem] = field(default_factory=list)  # the DUT, collected by G1
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
 
     @classmethod
     def open(cls, options: RunOptions) -> GateSession:
@@ -126,7 +128,9 @@ class GateSession:
                 tool_versions=self.tool_versions, upstream=upstream,
                 forced=self.options.force and bool(self.deviations.get(gate)),
                 deviations=self.deviations.get(gate, []),
-                evidence=self.store.manifest(self.run_id))
+                evidence=self.store.manifest(self.run_id),
+                inventory=self.inventory if gate == "g1" else [],
+                facts=self.facts.get(gate, {}))
             self.store.save_record(record)
             done.append((record, write_reports(record, self)))
         return done

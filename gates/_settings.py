@@ -182,7 +182,7 @@ class Topology(Strict):
     raid_level: int | None = None  # host md RAID level; unset = no host RAID, checks N/A
     members: PositiveInt | None = None
     chunk: Size | None = None
-    filesystem: str = "xfs"  # "" accepts any filesystem (the fstype check is then N/A)
+    filesystem: str = ""  # required fstype, e.g. "xfs"; "" accepts any (the check is then N/A)
     transport: Literal["pcie", "tcp", "rdma", "local"] = "local"
     link_speed: Rate | None = None
     md_device: str = ""  # e.g. "/dev/md127"; "" = the md device the target is mounted from

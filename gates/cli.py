@@ -73,9 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def suite_for(gate: str) -> Path | None:
-    """The suite file of a gate, e.g. suites/test_g1_arrival.py, if this version has one."""
-    return next(iter(sorted(SUITES.glob(f"test_{gate}_*.py"))), None)
+def suites_for(gate: str) -> list[Path]:
+    """The suite files of a gate, e.g. suites/test_g1_arrival.py and test_g1_config.py."""
+    return sorted(SUITES.glob(f"test_{gate}_*.py"))
 
 
 def config_check(args: argparse.Namespace, console: Console) -> int:
@@ -117,14 +117,14 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     site, _ = load_site(args.site)  # fail fast, before pytest, with the file and key named
     load_thresholds(args.thresholds, site.site.limits_profile)
     wanted = list(GATES) if args.gate == "all" else [args.gate]
-    suites = {g: suite_for(g) for g in wanted}
-    for gate in [g for g, s in suites.items() if s is None]:
+    suites = {g: suites_for(g) for g in wanted}
+    for gate in [g for g, s in suites.items() if not s]:
         console.print(f"[yellow]{GATE_TITLES[gate]}: no suite in kvgate {__version__} yet[/]")
     runnable = [g for g in wanted if suites[g]]
     if not runnable:
         return EXIT_CODES[Outcome.ERROR]
     run_id = new_run_id()
-    argv = [*(str(suites[g]) for g in runnable), "-m", " or ".join(runnable),
+    argv = [*(str(path) for g in runnable for path in suites[g]), "-m", " or ".join(runnable),
             "--rootdir", str(REPO), "--site", str(args.site), "--thresholds",
             str(args.thresholds), "--out", str(args.out), "--run-id", run_id, "-q",
             "--html", str(args.out / "pytest-html" / f"{run_id}.html"), "--self-contained-html",

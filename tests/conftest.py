@@ -41,4 +41,7 @@ qd_sweep = [1, 4]
 qd_sweep_runtime = "1s"
 precondition_passes = 1
 steady_state = {{ criterion = "bw:50%", window = "5s", ramp = "1s" }}
+
+[topology]
+mount_options = ["rw"]
 """

@@ -53,6 +53,16 @@ def test_exit_code_is_decided_by_the_first_gate_that_did_not_pass(verdicts, code
     assert summary_exit_code(records) == code
 
 
+FIO_KEYS = {"g1.seq_read_bw_min", "g1.seq_write_bw_min", "g1.kv_restore_bw_min",
+            "g1.randread_4k_qd1_p99_max", "g1.randread_4k_iops_min",
+            "g1.steady_state_spread_max", "g1.steady_state_slope_max"}
+
+
+def fio_measurements(record):
+    """The measurements G1 takes with fio (the configuration checks are the rest)."""
+    return [m for m in record["measurements"] if m["limit"] and m["limit"]["key"] in FIO_KEYS]
+
+
 def _run_g1(tmp_path, site_text, thresholds):
     """`kvgate run g1` as a user runs it, in a child process; returns it and the G1 record."""
     (tmp_path / "site.toml").write_text(site_text)
@@ -85,7 +95,9 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     assert record["verdict"] == "FAIL" and seq["outcome"] == "FAIL"
     assert seq["value"] > 0 and seq["limit"]["key"] == "g1.seq_read_bw_min"
     others = [m for m in record["measurements"] if m is not seq]
-    assert all(m["outcome"] == "PASS" for m in others), others
+    assert all(m["outcome"] in ("PASS", "NOT APPLICABLE") for m in others), others
+    assert any(m["name"] == "Required mount options" and m["outcome"] == "PASS"
+               for m in others), "the configuration checks ran too"
     assert record["tool_versions"]["fio"].startswith("fio-")
     evidence = record_file.parent / "evidence"
     assert set(record["evidence"]) == {f"evidence/{p.name}" for p in evidence.iterdir()}
@@ -101,14 +113,16 @@ def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site
     done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
     assert record["verdict"] == "ERROR"
+    assert len(fio_measurements(record)) == 11
     assert all(m["outcome"] == "ERROR" and "apt-get install fio" in m["note"]
-               for m in record["measurements"])
+               for m in fio_measurements(record))
 
 
 def test_missing_target_directory_is_refused_before_writing(tmp_path, repo, tiny_site):
     site = tiny_site(tmp_path / "absent" / "target")
     done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
+    assert record["verdict"] == "ERROR" and len(fio_measurements(record)) == 11
     assert all(m["outcome"] == "ERROR" and "cannot create target directory" in m["note"]
-               for m in record["measurements"])
+               for m in fio_measurements(record))
     assert not (tmp_path / "absent").exists()

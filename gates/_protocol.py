@@ -1,0 +1,38 @@
+"""The G2/G3 protocol: per arm and concurrency, R cold-recovery repetitions on a fresh arm."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from ._arms import Arm, ArmError, ArmProcess, prepare_kv_dir
+from ._loadgen import LoadSettings
+from ._phases import PhaseError, run_cold_recovery
+from ._repetition import Repetition, repetition
+from ._requests import RequestRecord
+from ._workload_config import WorkloadSettings
+
+
+class ProtocolError(Exception):
+    """An arm could not be measured; the message names the arm, the phase and the log tail."""
+
+
+def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: int, index: int,
+                 *, log: Path, kv_root: Path | None, run_id: str,
+                 on_record: Callable[[RequestRecord], None] | None = None,
+                 output_tokens: int | None = None) -> Repetition:
+    """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
+    try:
+        prepare_kv_dir(name, arm, kv_root)
+        with ArmProcess(name, arm, log, run_id=run_id) as process:
+            eviction = "reset" if workload.eviction == "restart" else workload.eviction
+            settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
+            cold = asyncio.run(run_cold_recovery(
+                workload.plan(output_tokens), process.endpoints(), settings,
+                engine=arm.engine, eviction=eviction, on_record=on_record,
+                evict_hook=process.restart if workload.eviction == "restart" else None))
+    except (ArmError, PhaseError) as exc:
+        raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
+                            f"{exc}") from None
+    return repetition(name, concurrency, index, cold)

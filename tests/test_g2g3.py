@@ -1,0 +1,110 @@
+"""G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
+
+from gates._g2g3 import PROOF_FAILED, correctness, g2_measurements, g3_measurements
+from gates._repetition import Repetition
+from gates._settings import Decision, G2Limits, G3Limits
+from gates._verdict import Outcome
+
+
+def rep(arm, i, ttft, tput, c=8, errors=0, read=None, gpu=0.0, expected=1000, fit=True,
+        outputs=None):
+    return Repetition(arm=arm, concurrency=c, repetition=i, ttfts=[ttft * f for f in
+                                                                   (0.9, 1.0, 1.1)],
+                      output_throughput=tput, sent=3, errors=errors,
+                      storage_read_tokens=expected if read is None else read,
+                      gpu_hit_tokens=gpu, expected_kv_tokens=expected, restore_gbps=1.5,
+                      fit=fit, outputs=outputs or {})
+
+
+def by_name(measurements):
+    return {m.name: m for m in measurements}
+
+
+def test_a_stable_baseline_passes_g2():
+    reps = [rep("baseline", i, 10.0 + 0.1 * i, 100.0 - i) for i in range(3)]
+    ms = by_name(g2_measurements(reps, G2Limits()))
+    assert ms["Baseline TTFT p50 @ concurrency 8"].value == 10.1
+    assert ms["Baseline TTFT p50 run-to-run CV @ concurrency 8"].outcome is Outcome.PASS
+    assert all(m.outcome is Outcome.PASS for m in ms.values())
+
+
+def test_an_unstable_baseline_fails_g2_saying_so():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    cv = by_name(g2_measurements(reps, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.FAIL and round(cv.value, 6) == 10.0
+    assert cv.note.startswith("baseline unstable: CV 10.0 % > 5 %")
+
+
+def test_baseline_errors_and_an_unfit_generator_fail_g2():
+    reps = [rep("baseline", 0, 10, 100, errors=2), rep("baseline", 1, 10, 100, fit=False)]
+    ms = by_name(g2_measurements(reps, G2Limits()))
+    assert ms["Baseline request errors @ concurrency 8"].outcome is Outcome.FAIL
+    assert ms["Load generator fit for a gate @ concurrency 8"].outcome is Outcome.FAIL
+
+
+def test_one_repetition_cannot_give_a_cv():
+    ms = by_name(g2_measurements([rep("baseline", 0, 10, 100)], G2Limits()))
+    assert ms["Baseline throughput run-to-run CV @ concurrency 8"].outcome is Outcome.ERROR
+
+
+def g3(cand, base=None, recompute=(), statistic="point"):
+    base = base or [rep("baseline", i, 10.0, 100.0 + i) for i in range(3)]
+    return by_name(g3_measurements(base, cand, list(recompute), G3Limits(),
+                                   Decision(statistic=statistic)))
+
+
+def test_a_clear_gain_passes_with_an_interval():
+    ms = g3([rep("candidate", i, 6.0, 135.0 + i) for i in range(3)])
+    ttft = ms["TTFT p50 reduction @ concurrency 8"]
+    gain = ms["Output-throughput gain @ concurrency 8"]
+    assert ttft.outcome is Outcome.PASS and round(ttft.value) == 40
+    assert ttft.interval[0] <= ttft.value <= ttft.interval[1]
+    assert gain.outcome is Outcome.PASS and "relative to G2" in str(gain.limit)
+    assert "above the claimed band" not in gain.note
+
+
+def test_a_gain_above_the_claimed_band_is_flagged():
+    gain = g3([rep("candidate", i, 5.0, 200.0) for i in range(3)])[
+        "Output-throughput gain @ concurrency 8"]
+    assert gain.outcome is Outcome.PASS and "check that the baseline" in gain.note
+
+
+def test_no_gain_fails():
+    ms = g3([rep("candidate", i, 10.0, 100.0 + i) for i in range(3)])
+    assert ms["TTFT p50 reduction @ concurrency 8"].outcome is Outcome.FAIL
+    assert ms["Output-throughput gain @ concurrency 8"].outcome is Outcome.FAIL
+
+
+def test_a_warm_gpu_cache_never_passes_as_storage():
+    cand = [rep("candidate", i, 2.0, 300.0, read=0, gpu=1000) for i in range(3)]
+    ms = g3(cand)
+    read = ms["KV tokens read from the candidate storage @ concurrency 8"]
+    gpu = ms["KV tokens served from the GPU cache during the probe @ concurrency 8"]
+    assert read.outcome is Outcome.FAIL and read.note.startswith(PROOF_FAILED)
+    assert gpu.outcome is Outcome.FAIL and gpu.value == 100
+
+
+def test_recompute_reference_speedups():
+    rec = [rep("recompute", i, 149.5, 4.1) for i in range(3)]
+    ms = g3([rep("candidate", i, 11.85, 74.9) for i in range(3)], recompute=rec)
+    assert round(ms["TTFT speed-up vs recompute @ concurrency 8"].value, 1) == 12.6
+    assert round(ms["Throughput speed-up vs recompute @ concurrency 8"].value, 1) == 18.3
+
+
+def test_a_missing_baseline_level_is_an_error():
+    ms = g3([rep("candidate", 0, 7.0, 135.0, c=16)])
+    assert ms["TTFT p50 reduction @ concurrency 16"].outcome is Outcome.ERROR
+
+
+def test_correctness_names_the_mismatching_context():
+    good = rep("recompute", 0, 1, 1, outputs={"probe-ctx-0000": [1, 2, 3],
+                                              "probe-ctx-0001": [4, 5, 6]})
+    same = rep("candidate", 0, 1, 1, outputs={"probe-ctx-0000": [1, 2, 3],
+                                              "probe-ctx-0001": [4, 5, 6]})
+    bad = rep("candidate", 0, 1, 1, outputs={"probe-ctx-0000": [1, 2, 3],
+                                             "probe-ctx-0001": [4, 9, 6]})
+    assert correctness(same, good, 3).outcome is Outcome.PASS
+    m = correctness(bad, good, 3)
+    assert m.outcome is Outcome.FAIL and "probe-ctx-0001" in m.note and m.value == 1
+    assert correctness(bad, good, 1).outcome is Outcome.PASS  # only the first token compared
