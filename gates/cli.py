@@ -14,6 +14,9 @@ from . import __version__
 from ._config import ConfigError, load_site, load_thresholds
 from ._inference_cli import add_commands as add_inference_commands
 from ._inference_cli import loadgen, sim_serve
+from ._inventory import inventory_command
+from ._model_cli import add_commands as add_model_commands
+from ._model_cli import model_command
 from ._record import GATE_TITLES, GATES, GateRecord
 from ._store import Store, new_run_id
 from ._verdict import EXIT_CODES, Outcome
@@ -69,7 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  kvgate config check --site examples/my-array.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(check)
+    inventory = commands.add_parser(
+        "inventory", help="collect and print the site inventory (RAID, filesystem, NVMe, NICs)",
+        epilog="examples:\n  kvgate inventory\n  kvgate inventory --site my-site.toml --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    inventory.add_argument("--site", type=Path, default=Path("site.toml"),
+                           help="site file (default: ./site.toml)")
+    inventory.add_argument("--json", action="store_true", help="machine-readable output")
     add_inference_commands(commands)
+    add_model_commands(commands)
     return parser
 
 
@@ -153,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "config":
             return config_check(args, console)
+        if args.command == "inventory":
+            return inventory_command(args.site, args.json)
+        if args.command == "model":
+            return model_command(args)
         if args.command == "loadgen":
             return loadgen(args)
         if args.command == "sim":
