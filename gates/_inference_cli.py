@@ -21,6 +21,7 @@ from ._requests import RequestRecord
 from ._sim_model import PROFILES, FaultConfig
 from ._sim_server import serve
 from ._store import DB_NAME, Store, new_run_id
+from ._units import parse_rate
 from ._workloads import (
     PROBE,
     Plan,
@@ -86,11 +87,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--host", default="127.0.0.1")
     run.add_argument("--port", type=int, default=8000)
     run.add_argument("--faults", default="", help='JSON, e.g. \'{"error_every": 10}\'')
+    run.add_argument("--read-limit", default="",
+                     help="cap the tier's read bandwidth, e.g. 20MB/s (a slower tier)")
 
 
 def sim_serve(args: argparse.Namespace) -> int:
     """Run the simulator until Ctrl-C."""
-    faults = FaultConfig.model_validate_json(args.faults) if args.faults else None
+    faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
+    if args.read_limit:
+        faults.read_bytes_per_s = parse_rate(args.read_limit)
     serve(args.profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
     return 0
 

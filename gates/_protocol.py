@@ -11,7 +11,7 @@ from ._loadgen import LoadSettings
 from ._phases import PhaseError, run_cold_recovery
 from ._repetition import Repetition, repetition
 from ._requests import RequestRecord
-from ._workload_config import WorkloadSettings
+from ._settings import WorkloadSettings
 
 
 class ProtocolError(Exception):

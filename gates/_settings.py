@@ -8,8 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
+from ._arms import Arms
 from ._steady import ROUNDS
 from ._units import Duration, Percent, Rate, Size
+from ._workloads import Plan, cold_recovery
 
 
 class Strict(BaseModel):
@@ -219,14 +221,45 @@ class Ceilings(Strict):
     label: str = ""  # what the ceiling is, e.g. "100GbE, 12.5 GB/s per direction"
 
 
+class WorkloadSettings(Strict):
+    """One workload, identical on every arm: G3 must match G2's workload hash."""
+
+    contexts: PositiveInt = 8
+    context_tokens: PositiveInt = 4096
+    question_tokens: PositiveInt = 32
+    output_tokens: PositiveInt = 32
+    chunk_tokens: PositiveInt = 256  # the tier's chunk size (LMCache: 256 tokens)
+    vocab: int = Field(default=32000, gt=1000)
+    seed: int = 0
+    warmup: int = Field(default=2, ge=0)
+    eviction: Literal["reset", "flood", "restart"] = "reset"
+    filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
+    stall_timeout: float = Field(default=120.0, gt=0)
+
+    def plan(self, output_tokens: int | None = None) -> Plan:
+        """The cold-recovery plan; output_tokens overrides the probe length (correctness)."""
+        return cold_recovery(self.contexts, self.context_tokens, self.question_tokens,
+                             output_tokens or self.output_tokens, self.seed, self.vocab,
+                             filler_contexts=self.filler_contexts, chunk_tokens=self.chunk_tokens,
+                             warmup=self.warmup)
+
+    def kv_bytes(self, kv_bytes_per_token: int) -> int:
+        """Bytes the seeded contexts occupy on a tier that stores whole chunks."""
+        return self.plan().total_expected_kv_tokens * kv_bytes_per_token
+
+
 class Site(Strict):
     site: SiteInfo
     target: Target
     fio: FioSettings
     topology: Topology = Topology()
     ceilings: Ceilings = Ceilings()
+    workload: WorkloadSettings = WorkloadSettings()
+    arms: Arms = {}
 
     def resolve_paths(self, base: Path) -> None:
-        """Make the target directory absolute, relative to the site file's folder."""
+        """Make the target directory and the arms' KV directories absolute (site file's folder)."""
         directory = self.target.directory.expanduser()
         self.target.directory = directory if directory.is_absolute() else base / directory
+        for arm in self.arms.values():
+            arm.resolve_paths(base)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         name = f"kvgate_fixtures_{path.stem}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
         spec.loader.exec_module(module)
         config.pluginmanager.register(module, name)
 
