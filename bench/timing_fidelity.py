@@ -1,0 +1,253 @@
+"""Timing fidelity: how much delay the load generator adds to what it measures (issue 3).
+
+At each concurrency (default 1, 64, 256) on loopback, against the simulator in its own
+process on the other core, two numbers per request:
+
+* first-event delivery lag = client arrival of the first content event minus the simulator's
+  ``sim_sent_ns`` stamp on it (``RequestRecord.stamp_lag``);
+* TTFT error = client TTFT minus server-side TTFT, where server TTFT is that event's
+  ``sim_sent_ns`` minus the moment the request reached the server (a receive stamp added by
+  bench/_simproc.py). It equals delivery lag + (server receive - client t0): everything the
+  client and the loopback add to TTFT.
+
+kvgate (``gates._loadgen.send`` over one aiohttp keep-alive pool, closed loop) runs side by
+side with a peer: a minimal raw-asyncio-socket HTTP/1.1 client, one keep-alive connection per
+slot, that stamps each chunk when read and parses JSON only for the first content event.
+Ratio = kvgate / peer. Target: first-event lag p99 <= 1 ms at concurrency 64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+import aiohttp
+from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts, ratio
+
+from gates._loadgen import READ_BUFFER, Endpoint, LoadSettings, payload, send
+from gates._selfcheck import LoopLagMonitor
+
+TARGET_CONCURRENCY, TARGET_P99 = 64, 0.001
+LEVEL_TIMEOUT = 60.0  # seconds per client per concurrency level, hard bound
+
+
+@dataclass
+class Run:
+    """One client's measured requests at one concurrency."""
+
+    lags: list[float] = field(default_factory=list)  # first-event delivery lag, s
+    ttft_errors: list[float] = field(default_factory=list)  # client TTFT - server TTFT, s
+    uploads: list[float] = field(default_factory=list)  # server receive - client t0, s
+    failed: int = 0
+    loop_lag_p99: float | None = None
+
+
+def _key(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def _recv_stamps(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(url + "/bench/recv?clear=1", timeout=10) as r:
+        return json.loads(r.read())
+
+
+async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
+    """kvgate's own send() in a closed loop of c slots on one session, as run_phase does."""
+    endpoint = Endpoint(url=url, model=model)
+    settings = LoadSettings(mode="concurrency", concurrency=c, stall_timeout=30,
+                            request_timeout=LEVEL_TIMEOUT)
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60)
+    run, monitor = Run(), LoopLagMonitor()
+    async with aiohttp.ClientSession(connector=connector, read_bufsize=READ_BUFFER) as session:
+        origin = time.perf_counter_ns()
+        await asyncio.gather(*(send(session, endpoint, r, settings, origin) for r in warm))
+        slots = asyncio.Semaphore(c)
+
+        async def one(r):
+            async with slots:
+                return await send(session, endpoint, r, settings, origin)
+
+        monitor.start()
+        try:
+            records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),
+                                             LEVEL_TIMEOUT)
+        finally:
+            monitor.stop()
+    run.loop_lag_p99 = pct(monitor.lags, 99)
+    recv = _recv_stamps(url)
+    for r, rec in zip(reqs, records, strict=True):
+        got = recv.get(_key(json.dumps(payload(endpoint, r, settings)).encode()))
+        if not rec.ok or rec.stamp_lag is None or got is None:
+            run.failed += 1
+            continue
+        t0_ns = origin + round(rec.t0 * 1e9)
+        run.lags.append(rec.stamp_lag)
+        run.ttft_errors.append(rec.stamp_lag + (got - t0_ns) / 1e9)
+        run.uploads.append((got - t0_ns) / 1e9)
+    return run
+
+
+async def _raw_one(reader, writer, head: bytes, body: bytes) -> tuple[int, int, int]:
+    """One streamed request: (t0, first content arrival, its sim_sent_ns), all perf ns."""
+    t0 = time.perf_counter_ns()
+    writer.write(head + body)
+    status = await reader.readuntil(b"\r\n\r\n")
+    if not status.startswith(b"HTTP/1.1 200") or b"chunked" not in status.lower():
+        raise RuntimeError(f"unexpected response head: {status[:200]!r}")
+    pending, first = b"", None
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            break
+        data = await reader.readexactly(size + 2)
+        now = time.perf_counter_ns()  # stamped on arrival, before any parsing
+        if first is None:
+            pending += data[:-2]
+            while first is None and (i := pending.find(b"\n\n")) >= 0:
+                event, pending = pending[:i], pending[i + 2:]
+                if b'"sim_due_ns"' in event:  # only content chunks carry sim_due_ns
+                    first = (now, json.loads(event.split(b":", 1)[1])["sim_sent_ns"])
+    if first is None:
+        raise RuntimeError("no content event")
+    return t0, first[0], first[1]
+
+
+async def peer_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
+    """The raw-socket peer: c workers, each with its own keep-alive connection."""
+    host, port = url.removeprefix("http://").split(":")
+    settings = LoadSettings()
+    endpoint = Endpoint(url=url, model=model)
+    bodies = [json.dumps(payload(endpoint, r, settings)).encode() for r in reqs]
+    warm_bodies = [json.dumps(payload(endpoint, r, settings)).encode() for r in warm]
+    results: list[tuple[int, int, int] | None] = [None] * len(reqs)
+    todo = iter(range(len(reqs)))
+    run, monitor = Run(), LoopLagMonitor()
+    start = asyncio.Event()
+
+    def head(body: bytes) -> bytes:
+        return (f"POST /v1/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode()
+
+    warmed = 0
+
+    def mark_warm() -> None:
+        nonlocal warmed
+        warmed += 1
+        if warmed == c:
+            ready.set()
+
+    async def worker(w: int) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(host, int(port), limit=READ_BUFFER)
+        except OSError:
+            mark_warm()
+            return
+        try:
+            try:
+                if w < len(warm_bodies):
+                    await _raw_one(reader, writer, head(warm_bodies[w]), warm_bodies[w])
+            finally:
+                mark_warm()
+            await start.wait()
+            for i in todo:
+                try:
+                    results[i] = await _raw_one(reader, writer, head(bodies[i]), bodies[i])
+                except (RuntimeError, OSError, asyncio.IncompleteReadError, ValueError):
+                    return  # this connection is unusable; the others carry on
+        except (RuntimeError, OSError, asyncio.IncompleteReadError, ValueError):
+            return
+        finally:
+            writer.close()
+
+    ready = asyncio.Event()
+    tasks = [asyncio.create_task(worker(w)) for w in range(c)]
+    # Start together once every worker has connected and done its warm-up request.
+    await asyncio.wait_for(ready.wait(), LEVEL_TIMEOUT)
+    monitor.start()
+    start.set()
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks), LEVEL_TIMEOUT)
+    finally:
+        monitor.stop()
+    run.loop_lag_p99 = pct(monitor.lags, 99)
+    recv = _recv_stamps(url)
+    for body, got in zip(bodies, results, strict=True):
+        server_recv = recv.get(_key(body))
+        if got is None or server_recv is None:
+            run.failed += 1
+            continue
+        t0, arrived, sent = got
+        run.lags.append((arrived - sent) / 1e9)
+        run.ttft_errors.append((arrived - t0 - (sent - server_recv)) / 1e9)
+        run.uploads.append((server_recv - t0) / 1e9)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="Example: python bench/timing_fidelity.py")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 64, 256])
+    parser.add_argument("--requests", type=int, nargs="+", default=[300, 2000, 3000],
+                        help="measured requests per concurrency level (one number each, or "
+                             "one for all); a warm-up wave of one per slot comes first")
+    parser.add_argument("--prompt-tokens", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--plain", action="store_true", help="plain text table, not rich")
+    args = parser.parse_args(argv)
+    counts = args.requests * len(args.concurrency) if len(args.requests) == 1 else args.requests
+    if len(counts) != len(args.concurrency) or min(counts + args.concurrency) < 1:
+        parser.error("--requests needs one positive count, or one per --concurrency level")
+    counts = [min(n, 20_000) for n in counts]  # bounded
+    pinning = pin_generator()
+    results: dict[int, tuple[Run, Run]] = {}
+    began = time.monotonic()
+    with Sim() as sim:
+        background = Background(sim)
+        model = "kvgate-sim-tiny"
+        for c, n in zip(args.concurrency, counts, strict=True):
+            runs = []
+            for who, fn in (("kvgate", kvgate_run), ("peer", peer_run)):
+                warm = prompts(f"tf-{who}-c{c}-warm", c, args.prompt_tokens, args.max_tokens,
+                               phase="warmup")
+                reqs = prompts(f"tf-{who}-c{c}", n, args.prompt_tokens, args.max_tokens)
+                runs.append(asyncio.run(fn(sim.url, model, c, warm, reqs)))
+            results[c] = (runs[0], runs[1])
+            print(f"concurrency {c}: done ({time.monotonic() - began:.0f} s)", file=sys.stderr)
+        load = background.report()
+    print(f"# timing fidelity — {machine()}; {pinning}; simulator profile tiny, "
+          f"{args.prompt_tokens}-token prompts, {args.max_tokens} output tokens; {load}")
+    for title, get in (("First content event: client arrival - simulator send stamp (ms)",
+                        lambda r: r.lags),
+                       ("TTFT error: client TTFT - server TTFT (ms)", lambda r: r.ttft_errors),
+                       ("of which the request leg: server receive stamp - client t0 (ms)",
+                        lambda r: r.uploads)):
+        rows = []
+        for c, (k, p) in results.items():
+            kv, pv = get(k), get(p)
+            k50, p50, k99, p99 = pct(kv, 50), pct(pv, 50), pct(kv, 99), pct(pv, 99)
+            rows.append([c, f"{len(kv)}/{len(pv)}", ms(k50), ms(p50), ratio(k50, p50),
+                         ms(k99), ms(p99), ratio(k99, p99), f"{k.failed}/{p.failed}",
+                         f"{ms(k.loop_lag_p99, 2)}/{ms(p.loop_lag_p99, 2)}"])
+        print_table(title, ["concurrency", "n kvgate/peer", "kvgate p50", "peer p50",
+                            "ratio p50", "kvgate p99", "peer p99", "ratio p99",
+                            "failed k/p", "loop-lag p99 k/p"], rows, plain=args.plain)
+    if TARGET_CONCURRENCY in results:
+        p99 = pct(results[TARGET_CONCURRENCY][0].lags, 99)
+        verdict = "PASS" if p99 is not None and p99 <= TARGET_P99 else "MISS"
+        print(f"target: first-event lag p99 <= {TARGET_P99 * 1e3:g} ms at concurrency "
+              f"{TARGET_CONCURRENCY}: kvgate {ms(p99)} ms -> {verdict}")
+    else:
+        print(f"target: p99 <= 1 ms at concurrency {TARGET_CONCURRENCY}: not run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
