@@ -232,7 +232,7 @@ class WorkloadSettings(Strict):
     vocab: int = Field(default=32000, gt=1000)
     seed: int = 0
     warmup: int = Field(default=2, ge=0)
-    eviction: Literal["reset", "flood", "restart"] = "reset"
+    eviction: Literal["reset", "flood", "restart", "none"] = "reset"  # none: proof must fail
     filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
     stall_timeout: float = Field(default=120.0, gt=0)
 

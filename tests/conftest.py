@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def repo() -> Path:
     """The repository root (shipped site.toml, thresholds.toml, suites/)."""
     return REPO

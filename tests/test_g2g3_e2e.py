@@ -1,0 +1,145 @@
+"""G2 then G3 end to end through `kvgate run`, on simulator arms over loopback.
+
+The G1 record G2 stands on is written into the store by the test (G1 has its own tests);
+everything after it is real: launched engine processes, HTTP, storage-tier files, SQLite.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gates._record import GateRecord
+from gates._store import Store
+from gates._verdict import Limit, Measurement
+
+SIM = '["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny", "--port", "{port}"'
+
+
+def site_text(target, candidate_extra="", eviction="reset", contexts=4):
+    arm = 'kind = "launch"\nengine = "kvgate-sim"\nmodel = "kvgate-sim-tiny"\n' \
+          'startup_timeout = "60s"\nstop_timeout = "10s"\n'
+    return f"""
+[site]
+name = "e2e site"
+[target]
+directory = "{target}"
+create = true
+[fio]
+file_size = "16MiB"
+[workload]
+contexts = {contexts}
+context_tokens = 256
+question_tokens = 8
+output_tokens = 8
+chunk_tokens = 16
+eviction = "{eviction}"
+warmup = 1
+[arms.baseline]
+{arm}command = {SIM}, "--kv-dir", "{{kv_dir}}", "--read-limit", "2MB/s"]
+kv_dir = "{target}/kv-baseline"
+[arms.candidate]
+{arm}command = {SIM}, "--kv-dir", "{{kv_dir}}"{candidate_extra}]
+kv_dir = "{target}/kv-candidate"
+[arms.recompute]
+{arm}command = {SIM}]
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, repo):
+    """An output folder holding a passing G1 record and a thresholds file for small runs."""
+    root = tmp_path_factory.mktemp("e2e")
+    text = (repo / "thresholds.toml").read_text()
+    text = text.replace("concurrency = [8, 16]", "concurrency = [2]")
+    text = text.replace("repetitions = 3", "repetitions = 2")
+    text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
+    (root / "thresholds.toml").write_text(text)
+    with Store(root / "out") as store:
+        store.begin_run("g1-fixture", "e2e site")
+        store.save_record(GateRecord(gate="g1", run_id="g1-fixture", site="e2e site",
+                                     started="t", measurements=[Measurement.measured(
+                                         "stand-in", 1.0, Limit.at_least(0.5))]))
+    return root
+
+
+def run(world, gate, site, out="out"):
+    path = world / f"site-{gate}-{abs(hash(site))}.toml"
+    path.write_text(site)
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", gate, "--site", str(path),
+                           "--thresholds", str(world / "thresholds.toml"), "--out",
+                           str(world / out)], capture_output=True, text=True, timeout=600)
+    records = sorted((world / out).glob(f"*/{gate}.json"), key=lambda p: p.stat().st_mtime)
+    record = json.loads(records[-1].read_text()) if records else None
+    return done, record
+
+
+def outcomes(record):
+    return {m["name"]: m for m in record["measurements"]}
+
+
+def test_g3_blocked_without_a_g2_pass(world):
+    done, record = run(world, "g3", site_text(world / "t0"), out="empty")
+    assert done.returncode == 3, done.stdout[-2000:]
+    assert record["verdict"] == "BLOCKED"
+    assert "no G2 record" in record["measurements"][0]["note"]
+
+
+@pytest.fixture(scope="module")
+def g2(world):
+    done, record = run(world, "g2", site_text(world / "t1"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    return record
+
+
+def test_g2_measures_a_stable_baseline(g2):
+    ms = outcomes(g2)
+    assert g2["verdict"] == "PASS" and g2["facts"]["workload_hash"]
+    assert ms["Baseline TTFT p50 @ concurrency 2"]["value"] > 0
+    assert ms["Baseline request errors @ concurrency 2"]["value"] == 0
+    assert any(p.startswith("evidence/g2-arm-baseline-c2-r") for p in g2["evidence"])
+
+
+def test_g3_passes_on_a_faster_candidate(world, g2):
+    done, record = run(world, "g3", site_text(world / "t1"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    ms = outcomes(record)
+    assert ms["TTFT p50 reduction @ concurrency 2"]["outcome"] == "PASS"
+    assert ms["KV tokens read from the candidate storage @ concurrency 2"]["value"] == 100
+    assert record["upstream"]["gate"] == "g2" and record["upstream"]["run_id"] == g2["run_id"]
+
+
+def test_g3_fails_on_a_slow_candidate(world, g2):
+    done, record = run(world, "g3", site_text(world / "t1", ', "--read-limit", "1MB/s"'))
+    assert done.returncode == 1
+    assert outcomes(record)["TTFT p50 reduction @ concurrency 2"]["outcome"] == "FAIL"
+
+
+def test_g3_fails_when_the_gpu_cache_answered(world, g2):
+    done, record = run(world, "g3", site_text(world / "t1", eviction="none"))
+    assert done.returncode == 1
+    proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 2"]
+    assert proof["outcome"] == "FAIL"
+    assert proof["note"].startswith("KV did not come from the candidate storage")
+
+
+def test_g3_fails_when_chunks_are_corrupted(world, g2):
+    corrupt = ', "--faults", \'{{"corrupt_fraction": 1.0}}\''
+    done, record = run(world, "g3", site_text(world / "t1", corrupt))
+    assert done.returncode == 1
+    m = outcomes(record)["Outputs differing from recompute (first 8 tokens, concurrency 1)"]
+    assert m["outcome"] == "FAIL" and "probe-ctx-" in m["note"]
+
+
+def test_g3_blocked_when_the_workload_changed(world, g2):
+    done, record = run(world, "g3", site_text(world / "t1", contexts=5))
+    assert done.returncode == 3
+    assert "workload differs" in record["measurements"][0]["note"]
+
+
+def test_no_engine_process_is_left_behind(world):
+    leftover = subprocess.run(["pgrep", "-f", "gates.cli sim serve --profile tiny --port"],
+                              capture_output=True, text=True)
+    assert shutil.which("pgrep") is None or not leftover.stdout.strip()
