@@ -181,6 +181,7 @@ class Engine:
 
 
 ENGINE = web.AppKey("engine", Engine)
+RECEIVED = web.RequestKey("sim_recv_ns", int)
 
 
 class _StreamOptions(BaseModel):
@@ -243,6 +244,7 @@ def _parse(body: dict, chat: bool) -> tuple[list[int], int, _Common]:
 
 
 async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
+    request[RECEIVED] = time.perf_counter_ns()  # server-side TTFT starts here
     engine = request.app[ENGINE]
     engine.request_no += 1
     n, faults, p = engine.request_no, engine.faults, engine.profile
@@ -283,7 +285,8 @@ async def _respond(request: web.Request, engine: Engine, n: int, req: _Common, c
     drop_at = min(f.drop_after_tokens, len(out)) if fault_hits(n, f.drop_every) else None
     base = {"id": f"{'chatcmpl' if chat else 'cmpl'}-sim-{n}",
             "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": int(time.time()), "model": engine.profile.model_id}
+            "created": int(time.time()), "model": engine.profile.model_id,
+            "sim_recv_ns": request[RECEIVED]}
     if not req.stream:
         async with contextlib.aclosing(engine.paced(len(out), stall_at, f.stall_s)) as ticks:
             async for _ in ticks:
