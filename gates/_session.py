@@ -62,6 +62,7 @@ class GateSession:
     deviations: dict[str, list[str]] = field(default_factory=dict)
     inventory: list[DutItem] = field(default_factory=list)  # the DUT, collected by G1
     facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
+    finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, options: RunOptions) -> GateSession:
@@ -88,6 +89,8 @@ class GateSession:
 
     def blocked_reason(self, gate: str) -> str:
         """Why this gate may not run now ("" if it may); --force turns a block into a note."""
+        for earlier in [g for g in sorted(self.started) if g < gate]:
+            self.finish_gate(earlier)  # `run all`: G1's record must exist before G2 asks
         if gate not in self.upstream:
             self.upstream[gate] = upstream_problem(self.store, gate, self.site.site.name)
         reason = self.upstream[gate][1]
@@ -104,6 +107,9 @@ class GateSession:
 
     def record(self, gate: str, measurement: Measurement) -> None:
         """Store one measurement of a gate the moment it is made."""
+        if gate in self.finished:
+            raise RuntimeError(f"{gate.upper()} is already signed off in run {self.run_id}: "
+                               "run its checks before the next gate's")
         self.started.setdefault(gate, utc_now())
         self.store.add_measurement(self.run_id, gate, measurement)
 
@@ -115,22 +121,27 @@ class GateSession:
 
     def finish(self) -> list[tuple[GateRecord, dict[str, Path]]]:
         """Build, store and report a record for every gate that recorded anything."""
-        done = []
         for gate in sorted(self.started):
-            upstream = self.upstream.get(gate, (None, ""))[0]
-            record = GateRecord(
-                gate=gate, run_id=self.run_id, site=self.site.site.name,
-                started=self.started[gate], finished=utc_now(),
-                measurements=self.store.measurements(self.run_id, gate),
-                thresholds_revision=self.thresholds.meta.revision,
-                thresholds_sha256=self.thresholds_file.sha256,
-                site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
-                tool_versions=self.tool_versions, upstream=upstream,
-                forced=self.options.force and bool(self.deviations.get(gate)),
-                deviations=self.deviations.get(gate, []),
-                evidence=self.store.manifest(self.run_id),
-                inventory=self.inventory if gate == "g1" else [],
-                facts=self.facts.get(gate, {}))
-            self.store.save_record(record)
-            done.append((record, write_reports(record, self)))
-        return done
+            self.finish_gate(gate)
+        return [self.finished[g] for g in sorted(self.finished)]
+
+    def finish_gate(self, gate: str) -> None:
+        """Store and report one gate's record, once; later measurements are refused."""
+        if gate in self.finished:
+            return
+        upstream = self.upstream.get(gate, (None, ""))[0]
+        record = GateRecord(
+            gate=gate, run_id=self.run_id, site=self.site.site.name,
+            started=self.started[gate], finished=utc_now(),
+            measurements=self.store.measurements(self.run_id, gate),
+            thresholds_revision=self.thresholds.meta.revision,
+            thresholds_sha256=self.thresholds_file.sha256,
+            site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
+            tool_versions=self.tool_versions, upstream=upstream,
+            forced=self.options.force and bool(self.deviations.get(gate)),
+            deviations=self.deviations.get(gate, []),
+            evidence=self.store.manifest(self.run_id),
+            inventory=self.inventory if gate == "g1" else [],
+            facts=self.facts.get(gate, {}))
+        self.store.save_record(record)
+        self.finished[gate] = (record, write_reports(record, self))

@@ -248,6 +248,16 @@ class WorkloadSettings(Strict):
         return self.plan().total_expected_kv_tokens * kv_bytes_per_token
 
 
+class Sizing(Strict):
+    """The buyer's model and context, for the G1 pre-flight prediction of the G3 gain."""
+
+    model: str = "qwen3-coder-480b"  # a catalogue name or a path to a local config.json
+    dtype: Literal["fp8", "bf16", "fp16", "auto"] = "fp8"
+    tp: PositiveInt = 8
+    context_tokens: PositiveInt = 32768
+    baseline_bw: Rate | None = None  # today's KV read bandwidth; None = the seed's 0.98 GB/s
+
+
 class Site(Strict):
     site: SiteInfo
     target: Target
@@ -255,6 +265,7 @@ class Site(Strict):
     topology: Topology = Topology()
     ceilings: Ceilings = Ceilings()
     workload: WorkloadSettings = WorkloadSettings()
+    sizing: Sizing = Sizing()
     arms: Arms = {}
 
     def resolve_paths(self, base: Path) -> None:

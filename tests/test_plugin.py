@@ -147,3 +147,22 @@ def test_configuration_typo_stops_with_exit_2(gate_dir):
 
 def test_outcome_enum_matches_report_text():
     assert Outcome.NOT_APPLICABLE.value == "NOT APPLICABLE"
+
+
+def test_one_session_chains_gates_in_order(gate_dir):
+    """`kvgate run all`: G1's record is signed before G2 asks whether G1 passed."""
+    write_suite(gate_dir, "g1")
+    write_suite(gate_dir, "g2")
+    result = gate_dir.runpytest("-m", "g1 or g2", "test_g1_suite.py", "test_g2_suite.py")
+    result.assert_outcomes(passed=4)
+    g1, g2 = records(gate_dir)
+    assert g1["run_id"] == g2["run_id"] and g2["verdict"] == "PASS"
+    assert g2["upstream"]["run_id"] == g1["run_id"]
+
+
+def test_one_session_blocks_after_a_failing_gate(gate_dir):
+    write_suite(gate_dir, "g1", value=1.0)
+    write_suite(gate_dir, "g2")
+    gate_dir.runpytest("-m", "g1 or g2", "test_g1_suite.py", "test_g2_suite.py")
+    g1, g2 = records(gate_dir)
+    assert g1["verdict"] == "FAIL" and g2["verdict"] == "BLOCKED"
