@@ -1,0 +1,231 @@
+"""G4 health collectors: kernel-log scanner, SMART deltas, paths, fio verify, process, space."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gates._health import (
+    FioVerify,
+    FreeSpace,
+    KernelLog,
+    NvmePaths,
+    ProcessHealth,
+    Smart,
+    WindowContext,
+    parse_verify_failures,
+    scan_kernel_log,
+    verify_job,
+)
+from gates._runner import Completed, ScriptedRunner, SubprocessRunner, ToolMissing
+from tests._tooldata import tool_text
+
+KERNEL = Path(__file__).parent / "data" / "kernel"
+
+
+def log(name: str) -> str:
+    return (KERNEL / name).read_text()
+
+
+def kinds(hits):
+    out = {}
+    for h in hits:
+        out[h.kind] = out.get(h.kind, 0) + 1
+    return out
+
+
+def ctx(since=0.0, start=0.0, end=4e9, index=0):
+    return WindowContext(index=index, start=start, end=end, since=since)
+
+
+# ---- kernel log ---------------------------------------------------------------------------
+
+def test_pcie_timeouts_resets_and_io_errors_are_found_and_benign_lines_are_not():
+    hits = scan_kernel_log(log("nvme_pcie.log"))
+    assert kinds(hits) == {"nvme_timeout": 3, "nvme_reset": 2, "io_error": 5}
+    lines = " ".join(h.line for h in hits)
+    assert "Shutdown timeout set" not in lines and "Abort status" not in lines
+    assert "EXT4-fs" not in lines and "default/read/poll" not in lines
+    assert {h.device for h in hits if h.kind == "io_error"} == {"nvme0n1", "nvme3n1"}
+
+
+def test_fabrics_timeouts_and_reconnects_are_found():
+    hits = scan_kernel_log(log("nvme_fabrics.log"))
+    assert kinds(hits) == {"nvme_timeout": 2, "nvme_reconnect": 5}
+    assert not any("Successfully reconnected" in h.line or "new ctrl" in h.line for h in hits)
+
+
+def test_xfs_errors_and_corruption_are_found_but_not_mount_messages():
+    hits = scan_kernel_log(log("xfs.log"))
+    assert kinds(hits) == {"xfs_error": 5}
+    assert {h.device for h in hits} == {"dm-0", "md0"}
+    assert not any("Mounting" in h.line or "clean mount" in h.line for h in hits)
+
+
+def test_iso_timestamps_become_epoch_seconds_and_plain_dmesg_has_none():
+    first = scan_kernel_log(log("nvme_pcie.log"))[0]
+    assert first.t == pytest.approx(1795946401.123456)
+    plain = scan_kernel_log(log("plain_dmesg.log"))
+    assert [h.kind for h in plain] == ["nvme_timeout", "io_error"] and plain[0].t is None
+    journal = scan_kernel_log("2026-11-29T10:00:01.5+0000 nvme nvme0: resetting controller")
+    assert journal[0].t == pytest.approx(1795946401.5)
+
+
+def test_device_filter_keeps_the_targets_controller_and_its_namespaces():
+    hits = scan_kernel_log(log("nvme_pcie.log"), devices=["nvme3"])
+    assert [h.device for h in hits] == ["nvme3n1"]
+    assert len(scan_kernel_log(log("nvme_pcie.log"), devices=["nvme0n1"])) == 9
+
+
+def dmesg(text, rc=0, err=""):
+    return ScriptedRunner(lambda argv: Completed(argv, rc, text, err))
+
+
+def test_kernel_collector_counts_only_lines_since_the_last_window():
+    text = log("nvme_pcie.log")
+    t = scan_kernel_log(text)
+    reading = KernelLog(dmesg(text)).collect(ctx(since=t[4].t, end=t[6].t))
+    assert reading.status == "alert" and reading.values["hits"] == 2
+    assert reading.values["io_error"] == 2 and "I/O error, dev nvme0n1" in reading.details[0]
+    quiet = KernelLog(dmesg(text)).collect(ctx(since=t[-1].t, end=t[-1].t + 300))
+    assert quiet.status == "ok" and quiet.values == {"hits": 0.0}
+
+
+def test_kernel_collector_is_not_applicable_where_the_log_cannot_be_read():
+    denied = KernelLog(dmesg("", 1, "dmesg: read kernel buffer failed: Operation not permitted"))
+    reading = denied.collect(ctx())
+    assert reading.status == "not applicable" and "Operation not permitted" in reading.reason
+
+    def missing(argv):
+        raise ToolMissing("'dmesg' not found on PATH: install dmesg")
+    assert KernelLog(ScriptedRunner(missing)).collect(ctx()).status == "not applicable"
+
+
+# ---- SMART and paths ----------------------------------------------------------------------
+
+def smart_json(media=0, entries=0, warning=0, temp_k=310):
+    doc = json.loads(tool_text("nvme_smart_log_2.3.json"))
+    doc.update(media_errors=media, num_err_log_entries=entries, critical_warning=warning,
+               temperature=temp_k)
+    return json.dumps(doc)
+
+
+def test_smart_deltas_are_against_the_previous_snapshot_and_summed_over_devices():
+    state = {"/dev/nvme0n1": [0, 0, 1, 1], "/dev/nvme1n1": [5, 5, 5, 5]}
+
+    def answer(argv):
+        return Completed(argv, 0, smart_json(media=state[argv[2]].pop(0), entries=3))
+    smart = Smart(ScriptedRunner(answer), ["/dev/nvme0n1", "/dev/nvme1n1"])
+    smart.prime(0.0)
+    first = smart.collect(ctx())
+    assert first.status == "ok" and first.values["media_errors"] == 5
+    assert first.values["media_errors_delta"] == 0
+    assert first.values["temperature_max_c"] == pytest.approx(36.85)
+    second = smart.collect(ctx(index=1))
+    assert second.status == "alert" and second.values["media_errors_delta"] == 1
+    assert second.values["error_log_entries"] == 6
+    assert second.values["error_log_entries_delta"] == 0
+
+
+def test_smart_is_not_applicable_without_devices_or_nvme_cli_and_an_error_on_bad_output():
+    assert Smart(ScriptedRunner(lambda a: None), []).collect(ctx()).status == "not applicable"
+
+    def missing(argv):
+        raise ToolMissing("'nvme' not found on PATH: install nvme")
+    assert Smart(ScriptedRunner(missing), ["/dev/nvme0n1"]).collect(ctx()).status == \
+        "not applicable"
+    broken = Smart(ScriptedRunner(lambda a: Completed(a, 0, "garbage")), ["/dev/nvme0n1"])
+    reading = broken.collect(ctx())
+    assert reading.status == "error" and "nvme smart-log" in reading.reason
+
+
+def test_paths_count_live_fabrics_paths_and_local_hosts_are_not_applicable():
+    tcp = NvmePaths(ScriptedRunner(lambda a: Completed(
+        a, 0, tool_text("nvme_list_subsys_2.11_tcp.json")))).collect(ctx())
+    assert tcp.status == "alert" and tcp.values == {"live": 1.0, "total": 2.0}
+    assert "nvme2" in tcp.details[0] and "connecting" in tcp.details[0]
+    local = json.dumps([{"HostNQN": "h", "Subsystems": [{"Name": "nvme-subsys0", "Paths": [
+        {"Name": "nvme0", "Transport": "pcie", "Address": "0000:41:00.0", "State": "live"}]}]}])
+    pcie = NvmePaths(ScriptedRunner(lambda a: Completed(a, 0, local))).collect(ctx())
+    assert pcie.status == "not applicable" and "NVMe-oF" in pcie.reason
+
+
+# ---- fio write-then-verify ----------------------------------------------------------------
+
+RECORDED_STDERR = """\
+crc32c: verify failed at file /t/kvgate-soak-verify.dat offset 1048576, length 65536 \
+(requested block: offset=1048576, length=65536, flags=88)
+       Expected CRC: 066e4a30
+       Received CRC: 4b7102bf
+verify: bad magic header 0, wanted acca at file /t/kvgate-soak-verify.dat offset 2097152, \
+length 65536 (requested block: offset=2097152, length=65536)
+fio: pid=27906, err=84/file:io_u.c:2152, func=io_u_sync_complete, error=Invalid or incomplete \
+multibyte or wide character
+"""
+
+
+def test_verify_failures_are_parsed_with_offset_and_length():
+    failures = parse_verify_failures(RECORDED_STDERR)
+    assert [(f.offset, f.length) for f in failures] == [(1048576, 65536), (2097152, 65536)]
+    assert failures[0].what == "crc32c: verify failed"
+    assert "bad magic header" in failures[1].describe()
+
+
+def test_verify_job_is_crc32c_with_backlog_bounded_and_rate_limited(tmp_path):
+    job = verify_job(tmp_path, 8 << 20, 65536, "16m", "psync", False, verify_only=False)
+    for line in ("verify=crc32c", "verify_backlog=16", "size=8388608", "rate=16m",
+                 "continue_on_error=verify", f"directory={tmp_path}"):
+        assert line in job.splitlines()
+    assert "verify_only=1" in verify_job(tmp_path, 1, 1, "1m", "psync", False, True)
+
+
+def fio_verify(tmp_path, between=None):
+    return FioVerify(SubprocessRunner(), tmp_path / "scratch", size=4 << 20, block=65536,
+                     rate="0", between=between)
+
+
+def test_real_fio_pass_verifies_clean_data(tmp_path):
+    reading = fio_verify(tmp_path).collect(ctx())
+    assert reading.status == "ok", reading.reason
+    assert reading.values["verify_errors"] == 0 and reading.values["bytes"] == 4 << 20
+
+
+def test_real_fio_verify_failure_is_recorded_with_its_offset(tmp_path):
+    def corrupt(path: Path):
+        with path.open("r+b") as f:
+            f.seek(3 * 65536 + 100)
+            f.write(b"kvgate was here")
+    reading = fio_verify(tmp_path, corrupt).collect(ctx())
+    assert reading.status == "alert", reading.reason
+    assert reading.values["verify_errors"] == 1
+    assert "offset 196608 length 65536" in reading.details[0]
+
+
+def test_fio_that_cannot_run_is_an_error_reading(tmp_path):
+    verify = FioVerify(SubprocessRunner(), tmp_path, binary=str(tmp_path / "no-fio"))
+    reading = verify.collect(ctx())
+    assert reading.status == "error" and "could not run" in reading.reason
+
+
+# ---- process and free space ---------------------------------------------------------------
+
+def test_process_health_reads_rss_and_open_files_of_the_tree():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        reading = ProcessHealth(lambda: os.getpid()).collect(ctx())
+        assert reading.values["rss_bytes"] > 1e6 and reading.values["open_files"] >= 3
+        assert reading.values["processes"] >= 2
+    finally:
+        child.kill()
+        child.wait()
+    assert ProcessHealth(lambda: None).collect(ctx()).status == "not applicable"
+    assert ProcessHealth(lambda: child.pid).collect(ctx()).status == "error"
+
+
+def test_free_space_alerts_below_min_free_and_errors_on_a_missing_target(tmp_path):
+    assert FreeSpace(tmp_path).collect(ctx()).values["free_bytes"] > 0
+    low = FreeSpace(tmp_path, min_free=1 << 62).collect(ctx())
+    assert low.status == "alert" and "min_free" in low.reason
+    assert FreeSpace(tmp_path / "gone").collect(ctx()).status == "error"
