@@ -223,6 +223,10 @@ class NvmePaths(_Base):
         argv = ["nvme", "list-subsys", "-o", "json"]
         try:
             done = self.runner.run(argv, timeout=30)
+            if done.returncode != 0 and "No such file or directory" in done.stderr:
+                # nvme-cli 2.x on a host without /sys/class/nvme-subsystem: nothing to watch.
+                return HealthReading.not_applicable(f"no NVMe subsystems on this host "
+                                                    f"({done.stderr.strip()})")
             paths = [p for s in parse_list_subsys(done.stdout) for p in s.paths
                      if p.transport in FABRICS]
         except ToolMissing as exc:

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _tooldata import tool_text
 
 from gates._health import (
     FioVerify,
@@ -20,7 +21,6 @@ from gates._health import (
     verify_job,
 )
 from gates._runner import Completed, ScriptedRunner, SubprocessRunner, ToolMissing
-from tests._tooldata import tool_text
 
 KERNEL = Path(__file__).parent / "data" / "kernel"
 

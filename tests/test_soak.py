@@ -1,0 +1,197 @@
+"""G4 soak rules over windows: each rule tripped and not tripped. Pure: no I/O."""
+
+import pytest
+
+from gates._settings import G4Limits
+from gates._soak import (
+    KERNEL,
+    PATHS,
+    SHORTENED,
+    SMART,
+    VERIFY,
+    HealthReading,
+    SoakPlan,
+    WindowRecord,
+    drift_spans,
+    duration,
+    gap,
+    kernel_errors,
+    media_errors,
+    paths_live,
+    request_errors,
+    soak_measurements,
+    stability,
+    throughput_floor,
+    total_gap,
+    ttft_drift,
+    verify_errors,
+)
+from gates._verdict import Outcome
+
+LIMITS = G4Limits()
+T0 = 1_800_000_000.0
+
+
+def windows(n=864, seconds=300.0, throughput=100.0, ttft=0.1, health=None):
+    """n back-to-back windows; throughput/ttft may be callables of the index."""
+    def at(x, i):
+        return x(i) if callable(x) else x
+    return [WindowRecord(index=i, start=T0 + i * seconds, end=T0 + (i + 1) * seconds,
+                         requests=10, output_tokens=int(at(throughput, i) * seconds),
+                         throughput=at(throughput, i), ttft_p50=at(ttft, i),
+                         ttft_p99=at(ttft, i) * 2, health=dict(health(i) if health else {}))
+            for i in range(n)]
+
+
+def ok(**values):
+    return HealthReading(values={k: float(v) for k, v in values.items()})
+
+
+# ---- the plan -----------------------------------------------------------------------------
+
+def test_plan_counts_windows_and_flags_a_shortened_run():
+    full = SoakPlan(run_id="r", duration=72 * 3600, window=300)
+    assert full.windows == 864 and not full.shortened and full.deviations() == []
+    short = SoakPlan(run_id="r", duration=20, window=3)
+    assert short.windows == 7 and short.shortened  # 6 whole windows and a 2 s one
+    texts = [d.text for d in short.deviations()]
+    assert texts[0].startswith(SHORTENED) and "window 3 s instead of" in texts[1]
+
+
+def test_gap_is_the_time_since_the_last_committed_window():
+    d = gap(T0, T0 + 600)
+    assert d.kind == "gap" and d.seconds == 600 and "600 s" in d.text
+
+
+# ---- each rule ----------------------------------------------------------------------------
+
+def test_request_errors_pass_at_zero_and_fail_above_the_ceiling():
+    clean = windows(12)
+    assert request_errors(clean, LIMITS).outcome is Outcome.PASS
+    bad = windows(12)
+    bad[5] = bad[5].model_copy(update={"errors": 2, "timeouts": 1})
+    m = request_errors(bad, LIMITS)
+    assert m.outcome is Outcome.FAIL and m.value == 2 and "window #5" in m.evidence[0]
+    assert m.limit.key == "g4.request_errors_max"
+    assert request_errors(bad, G4Limits(request_errors_max=2)).outcome is Outcome.PASS
+
+
+def test_verify_errors_fail_with_the_offset_and_not_applicable_says_why():
+    clean = windows(6, health=lambda i: {VERIFY: ok(verify_errors=0)})
+    assert verify_errors(clean, LIMITS).outcome is Outcome.PASS
+
+    def one_bad(i):
+        if i == 3:
+            return {VERIFY: HealthReading(status="alert", values={"verify_errors": 1.0},
+                                          details=["crc32c: verify failed at f offset 4096"])}
+        return {VERIFY: ok(verify_errors=0)}
+    m = verify_errors(windows(6, health=one_bad), LIMITS)
+    assert m.outcome is Outcome.FAIL and "window #3" in m.evidence[0]
+    assert "offset 4096" in m.evidence[0] and m.limit.key == "g4.verify_errors_max"
+    na = windows(6, health=lambda i: {VERIFY: HealthReading.not_applicable("no scratch area")})
+    m = verify_errors(na, LIMITS)
+    assert m.outcome is Outcome.NOT_APPLICABLE and m.note == "no scratch area"
+    broken = windows(6, health=lambda i: {VERIFY: HealthReading.failed("fio crashed")})
+    assert verify_errors(broken, LIMITS).outcome is Outcome.ERROR
+
+
+def test_new_media_errors_count_from_the_baseline_before_the_first_window():
+    def smart(media, delta, warning=0):
+        return {SMART: ok(media_errors=media, media_errors_delta=delta,
+                          critical_warning=warning, error_log_entries=0,
+                          error_log_entries_delta=0, temperature_max_c=40)}
+    old = windows(6, health=lambda i: smart(7, 0))  # 7 old errors: not new, not judged
+    assert [m.outcome for m in media_errors(old)] == [Outcome.PASS, Outcome.PASS]
+    first = windows(6, health=lambda i: smart(8, 1 if i == 0 else 0))
+    assert media_errors(first)[0].outcome is Outcome.FAIL and media_errors(first)[0].value == 1
+    warned = windows(6, health=lambda i: smart(7, 0, warning=4 if i == 5 else 0))
+    assert [m.outcome for m in media_errors(warned)] == [Outcome.PASS, Outcome.FAIL]
+
+
+def test_kernel_errors_and_down_paths_fail_and_are_not_applicable_without_a_source():
+    quiet = windows(6, health=lambda i: {KERNEL: ok(hits=0)})
+    assert kernel_errors(quiet).outcome is Outcome.PASS
+    noisy = windows(6, health=lambda i: {KERNEL: HealthReading(
+        status="alert", values={"hits": 1.0}, details=["nvme nvme0: resetting controller"])}
+        if i == 2 else {KERNEL: ok(hits=0)})
+    m = kernel_errors(noisy)
+    assert m.outcome is Outcome.FAIL and "resetting controller" in m.evidence[0]
+    assert kernel_errors(windows(6)).outcome is Outcome.ERROR  # no reading at all
+    live = windows(6, health=lambda i: {PATHS: ok(live=2, total=2 - (i == 4))})
+    assert paths_live(live).outcome is Outcome.PASS
+    down = windows(6, health=lambda i: {PATHS: ok(live=1 + (i != 4), total=2)})
+    assert paths_live(down).outcome is Outcome.FAIL
+    local = windows(6, health=lambda i: {PATHS: HealthReading.not_applicable("local PCIe")})
+    assert paths_live(local).outcome is Outcome.NOT_APPLICABLE
+
+
+def test_every_window_must_reach_the_throughput_floor():
+    g3 = 100.0
+    at_floor = windows(864, throughput=lambda i: 90.0 if i == 500 else 100.0)
+    m = throughput_floor(at_floor, LIMITS, g3)
+    assert m.outcome is Outcome.PASS and m.value == 90.0  # the floor is inclusive
+    dip = windows(864, throughput=lambda i: 85.0 if i == 500 else 100.0)
+    m = throughput_floor(dip, LIMITS, g3)
+    assert m.outcome is Outcome.FAIL and m.evidence == ["window #500: 85 tok/s"]
+    assert m.limit.key == "g4.throughput_floor" and "G3" in m.limit.relative_to
+    assert throughput_floor(dip, LIMITS, None).outcome is Outcome.ERROR
+
+
+def test_ttft_drift_compares_the_first_and_last_hour_in_both_directions():
+    first, last, note = drift_spans(windows(864))
+    assert len(first) == 12 and len(last) == 12 and last[0].index == 852
+    assert note == "first hour vs last hour"
+
+    def ramp(factor):
+        return windows(864, ttft=lambda i: 0.1 * (factor if i >= 852 else 1.0))
+    assert ttft_drift(ramp(1.05), LIMITS).outcome is Outcome.PASS
+    slower = ttft_drift(ramp(1.15), LIMITS)
+    assert slower.outcome is Outcome.FAIL and slower.value == pytest.approx(15.0)
+    assert ttft_drift(ramp(0.85), LIMITS).outcome is Outcome.FAIL
+    assert slower.limit.key == "g4.ttft_drift_max"
+
+
+def test_short_runs_use_the_first_and_last_sixth_and_say_so():
+    short = windows(12, seconds=2.0, ttft=lambda i: 0.2 if i >= 10 else 0.1)
+    first, last, note = drift_spans(short)
+    assert [w.index for w in first] == [0, 1] and [w.index for w in last] == [10, 11]
+    m = ttft_drift(short, LIMITS)
+    assert m.outcome is Outcome.FAIL and "1/6" in m.note and "shorter than 2 h" in m.note
+
+
+def test_snia_stability_over_window_throughput():
+    flat = stability(windows(864, throughput=lambda i: 100.0 + (i % 3)))
+    assert [m.outcome for m in flat] == [Outcome.PASS, Outcome.PASS]
+    decay = stability(windows(864, throughput=lambda i: 100.0 - 30.0 * i / 863))
+    assert [m.outcome for m in decay] == [Outcome.FAIL, Outcome.FAIL]
+    one_round = stability(windows(864, throughput=lambda i: 70.0 if 344 <= i < 516 else 100.0))
+    assert [m.outcome for m in one_round] == [Outcome.FAIL, Outcome.PASS]  # spread, not slope
+    too_few = stability(windows(4))
+    assert {m.outcome for m in too_few} == {Outcome.ERROR} and "5 rounds" in too_few[0].note
+
+
+def test_total_gap_time_against_gap_max():
+    assert total_gap([gap(T0, T0 + 600), gap(T0, T0 + 600)], LIMITS).outcome is Outcome.PASS
+    m = total_gap([gap(T0, T0 + 1200), gap(T0, T0 + 1200)], LIMITS)
+    assert m.outcome is Outcome.FAIL and m.value == 2400 and m.limit.key == "g4.gap_max"
+
+
+def test_effective_duration_excludes_gaps_and_a_shortened_run_says_so():
+    plan = SoakPlan(run_id="r", duration=72 * 3600, window=300)
+    assert duration(windows(864), plan).outcome is Outcome.PASS
+    assert duration(windows(800), plan).outcome is Outcome.FAIL
+    short = SoakPlan(run_id="r", duration=24, window=2)
+    m = duration(windows(12, seconds=2.0), short)
+    assert m.outcome is Outcome.PASS and SHORTENED in m.note
+
+
+def test_a_clean_72_hour_run_passes_every_applicable_rule():
+    plan = SoakPlan(run_id="r", duration=72 * 3600, window=300, g3_throughput=100.0)
+
+    def health(i):
+        return {VERIFY: ok(verify_errors=0), KERNEL: ok(hits=0),
+                SMART: ok(media_errors=0, media_errors_delta=0, critical_warning=0),
+                PATHS: HealthReading.not_applicable("local PCIe")}
+    out = soak_measurements(windows(864, health=health), [gap(T0, T0 + 60)], plan, LIMITS)
+    assert len(out) == 12
+    assert {m.outcome for m in out} == {Outcome.PASS, Outcome.NOT_APPLICABLE}

@@ -1,0 +1,295 @@
+"""The G4 soak runner: 72 h on a fake clock, crash and resume, and short soaks for real."""
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from gates._health import FioVerify, FreeSpace, KernelLog, NvmePaths, ProcessHealth, Smart
+from gates._loadgen import Endpoint, LoadSettings
+from gates._requests import RequestOutcome, RequestRecord
+from gates._runner import SubprocessRunner
+from gates._settings import G4Limits
+from gates._sim_server import build_app
+from gates._soak import SHORTENED, VERIFY, HealthReading, SoakPlan
+from gates._soak_runner import EndpointLoad, FakeClock, SoakRunner, SoakStore
+from gates._store import Store
+from gates._verdict import Outcome
+from gates._workloads import multi_turn
+
+HOURS72, WINDOW = 72 * 3600.0, 300.0
+
+
+class FakeLoad:
+    """Two requests per window; the clock moves by the window's length."""
+
+    def __init__(self, clock, fail=lambda i: 0, crash_at=None, ttft=lambda i: 0.1, check=None):
+        self.clock, self.fail, self.crash_at, self.ttft, self.check = (clock, fail, crash_at,
+                                                                      ttft, check)
+
+    def run(self, index, seconds):
+        if self.check:
+            self.check(index)
+        if index == self.crash_at:
+            self.clock.sleep(seconds / 2)
+            raise RuntimeError("kill -9 in the middle of a window")
+        self.clock.sleep(seconds)
+        bad = self.fail(index)
+        return [RequestRecord(request_id=f"w{index}-{k}", t0=0.0, ttft=self.ttft(index),
+                              e2e=1.0, content_times=[self.ttft(index), 1.0], output_tokens=500,
+                              outcome=RequestOutcome.HTTP_ERROR if k < bad
+                              else RequestOutcome.OK) for k in range(2)]
+
+
+class FakeCollector:
+    def __init__(self, name, reading=lambda ctx: HealthReading(), concurrent=False):
+        self.name, self.reading, self.concurrent = name, reading, concurrent
+        self.contexts, self.primed = [], []
+
+    def prime(self, now):
+        self.primed.append(now)
+
+    def collect(self, ctx):
+        self.contexts.append(ctx)
+        return self.reading(ctx)
+
+
+@pytest.fixture
+def out_dir(tmp_path):
+    """On tmpfs where there is one: every window commit is an fsync (~25 ms on this VM's
+    disk, nothing over 72 h of 5-minute windows, but 20 s for 864 fake ones)."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path / "out"
+        return
+    folder = Path(tempfile.mkdtemp(prefix="kvgate-soak-", dir=shm))
+    yield folder / "out"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def store(out_dir):
+    with Store(out_dir) as s:
+        s.begin_run("soak-1", "test site")
+        yield s
+
+
+def plan(**kw):
+    return SoakPlan(run_id="soak-1", duration=kw.pop("duration", HOURS72),
+                    window=kw.pop("window", WINDOW), g3_throughput=kw.pop("g3", 1.0), **kw)
+
+
+def test_72_hours_of_windows_in_well_under_a_second(store):
+    clock = FakeClock()
+    verify = FakeCollector(VERIFY, lambda c: HealthReading(values={"verify_errors": 0.0}), True)
+    began = time.perf_counter()
+    runner = SoakRunner.start(store, plan(), FakeLoad(clock), collectors=[verify], clock=clock)
+    done = runner.run()
+    took = time.perf_counter() - began
+    assert took < 3.0, f"72 h of fake soak took {took:.2f} s"  # ~0.5 s here; slack for CI
+    assert done.committed == done.planned == 864 and done.eta_s == 0 and not done.shortened
+    assert len(store.samples("soak-1", "g4.throughput")) == 864
+    assert len(store.samples("soak-1", "g4.fio_verify.verify_errors")) == 864
+    assert len(store.requests("soak-1")) == 2 * 864
+    outcomes = {m.name: m.outcome for m in runner.measurements(G4Limits())}
+    assert outcomes["Effective soak duration"] is Outcome.PASS
+    assert outcomes["Soak request errors"] is Outcome.PASS
+    assert outcomes["fio verify errors"] is Outcome.PASS
+    assert outcomes["Lowest window throughput"] is Outcome.PASS  # 1000 tok / 300 s vs 1 tok/s
+
+
+def test_each_window_is_committed_before_the_next_starts(store, out_dir):
+    clock = FakeClock()
+    other = Store(out_dir)  # a second connection: sees only what is committed
+
+    def check(index):
+        assert len(SoakStore(other).windows("soak-1")) == index
+    SoakRunner.start(store, plan(duration=3000), FakeLoad(clock, check=check),
+                     clock=clock).run()
+    assert [w.index for w in SoakStore(other).windows("soak-1")] == list(range(10))
+    other.close()
+
+
+def test_rules_trip_through_the_runner(store):
+    clock = FakeClock()
+    verify = FakeCollector(VERIFY, lambda c: HealthReading(
+        status="alert", values={"verify_errors": 1.0},
+        details=["crc32c: verify failed at file f offset 8192"]) if c.index == 7
+        else HealthReading(values={"verify_errors": 0.0}))
+    load = FakeLoad(clock, fail=lambda i: 1 if i == 3 else 0,
+                    ttft=lambda i: 0.2 if i > 100 else 0.1)
+    runner = SoakRunner.start(store, plan(duration=12 * 3600), load, collectors=[verify],
+                              clock=clock)
+    runner.run()
+    got = {m.name: m for m in runner.measurements(G4Limits())}
+    assert got["Soak request errors"].outcome is Outcome.FAIL
+    assert got["fio verify errors"].outcome is Outcome.FAIL
+    assert "offset 8192" in got["fio verify errors"].evidence[0]
+    assert got["TTFT p50 drift"].outcome is Outcome.FAIL
+    assert got["Total gap time"].outcome is Outcome.PASS
+
+
+def test_resume_after_a_crash_loses_no_committed_window_and_reports_the_gap(store):
+    clock = FakeClock()
+    first = SoakRunner.start(store, plan(), FakeLoad(clock, crash_at=300), clock=clock)
+    with pytest.raises(RuntimeError, match="kill -9"):
+        first.run()
+    before = [w.model_dump() for w in SoakStore(store).windows("soak-1")]
+    assert len(before) == 300
+    crashed_at = before[-1]["end"]
+    del first  # the runner object is gone; only the store remains
+    clock.sleep(900)  # down for a while, then `kvgate soak resume`
+    kernel = FakeCollector("kernel_log")
+    resumed = SoakRunner.resume(store, "soak-1", FakeLoad(clock), collectors=[kernel],
+                                clock=clock)
+    done = resumed.run()
+    after = SoakStore(store).windows("soak-1")
+    assert [w.model_dump() for w in after[:300]] == before
+    assert [w.index for w in after] == list(range(864)) and done.committed == 864
+    gaps = [d for d in SoakStore(store).deviations("soak-1") if d.kind == "gap"]
+    assert len(gaps) == 1 and gaps[0].seconds == pytest.approx(150 + 900)
+    assert gaps[0].start == crashed_at
+    # The kernel log after the resume is read from the last committed window: the gap too.
+    assert kernel.contexts[0].since == crashed_at and kernel.contexts[0].index == 300
+    got = {m.name: m for m in resumed.measurements(G4Limits())}
+    assert got["Total gap time"].value == pytest.approx(1050)
+    assert got["Effective soak duration"].value == pytest.approx(HOURS72)
+    assert got["Effective soak duration"].outcome is Outcome.PASS
+    # The crashed window's half-done requests never reached the store.
+    assert len(store.requests("soak-1")) == 2 * 864
+    # A finished soak resumed again adds no gap and runs nothing.
+    again = SoakRunner.resume(store, "soak-1", FakeLoad(clock), clock=clock)
+    assert again.run().committed == 864 and len(SoakStore(store).deviations("soak-1")) == 1
+
+
+def test_a_broken_collector_is_that_windows_error_not_a_lost_window(store):
+    clock = FakeClock()
+
+    def boom(ctx):
+        raise KeyError("smart field")
+    runner = SoakRunner.start(store, plan(duration=900), FakeLoad(clock),
+                              collectors=[FakeCollector("smart", boom),
+                                          FakeCollector(VERIFY, boom, concurrent=True)],
+                              clock=clock)
+    runner.run()
+    windows = SoakStore(store).windows("soak-1")
+    assert len(windows) == 3
+    assert windows[0].health["smart"].status == "error"
+    assert "KeyError" in windows[0].health[VERIFY].reason
+
+
+def test_start_twice_and_unknown_runs_are_refused(store):
+    clock = FakeClock()
+    SoakRunner.start(store, plan(duration=600), FakeLoad(clock), clock=clock)
+    with pytest.raises(FileExistsError, match="resume it"):
+        SoakRunner.start(store, plan(duration=600), FakeLoad(clock), clock=clock)
+    with pytest.raises(ValueError, match="no soak plan"):
+        SoakRunner.resume(store, "other", FakeLoad(clock), clock=clock)
+
+
+def test_status_line_shows_progress_eta_and_alerts(store):
+    clock = FakeClock()
+    alert = FakeCollector("kernel_log", lambda c: HealthReading(status="alert"))
+    runner = SoakRunner.start(store, plan(duration=3600, window=600), FakeLoad(clock),
+                              collectors=[alert], clock=clock)
+    status = runner.run(max_windows=2)
+    assert (status.committed, status.planned, status.eta_s) == (2, 6, 2400)
+    assert "window 2/6" in status.line() and "ALERT kernel_log" in status.line()
+    assert "(shortened)" in status.line() and status.shortened
+    assert SHORTENED in SoakStore(store).deviations("soak-1")[0].text
+
+
+# ---- for real: the simulator on loopback, fio on a temporary directory -------------------
+
+class Simulator:
+    """The reference simulator served on 127.0.0.1 from a background event loop."""
+
+    def __init__(self, kv_dir: Path):
+        self.app = build_app("tiny", kv_dir)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        self.runner = web.AppRunner(self.app, access_log=None)
+        asyncio.run_coroutine_threadsafe(self.runner.setup(), self.loop).result(10)
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        asyncio.run_coroutine_threadsafe(site.start(), self.loop).result(10)
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}"
+        return self
+
+    def faults(self, **faults):
+        request = urllib.request.Request(f"{self.url}/sim/faults", method="POST",
+                                         data=json.dumps(faults).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+
+    def __exit__(self, *exc):
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
+    sim_dir, scratch = tmp_path / "kv", tmp_path / "target"
+    sim_dir.mkdir()
+    scratch.mkdir()
+    with Simulator(sim_dir) as sim:
+        workload = multi_turn(sessions=4, turns=3, first_tokens=256, turn_tokens=32,
+                              output_tokens=8, seed=1, vocab=32000)
+        load = EndpointLoad([Endpoint(url=sim.url, model="kvgate-sim-tiny")], workload,
+                            LoadSettings(concurrency=4, stall_timeout=10))
+        runner_cmd = SubprocessRunner()
+        collectors = [FioVerify(runner_cmd, scratch / "kvgate-soak", size=2 << 20,
+                                block=65536, rate="0"),
+                      KernelLog(runner_cmd), Smart(runner_cmd, []), NvmePaths(runner_cmd),
+                      ProcessHealth(os.getpid), FreeSpace(scratch)]
+        soak = SoakRunner.start(store, plan(duration=seconds, window=2.0, g3=g3), load,
+                                collectors=collectors,
+                                on_window=(lambda w, s: on_window(sim, w)) if on_window
+                                else None)
+        soak.run()
+    return soak
+
+
+def test_a_real_short_soak_against_the_simulator(tmp_path, store):
+    soak = real_soak(tmp_path, store, 20.0, g3=1.0)
+    windows = SoakStore(store).windows("soak-1")
+    assert [w.index for w in windows] == list(range(10))
+    assert all(w.requests > 0 and w.errors == 0 and w.throughput > 0 for w in windows)
+    assert all(w.health[VERIFY].status == "ok" for w in windows), windows[0].health[VERIFY]
+    assert windows[0].health["smart"].status == "not applicable"
+    assert windows[0].health["process"].values["rss_bytes"] > 0
+    got = {m.name: m for m in soak.measurements(G4Limits())}
+    assert got["Soak request errors"].outcome is Outcome.PASS
+    assert got["fio verify errors"].outcome is Outcome.PASS
+    assert got["Effective soak duration"].outcome is Outcome.PASS
+    assert SHORTENED in got["Effective soak duration"].note
+    assert "1/6" in got["TTFT p50 drift"].note
+    assert got["TTFT p50 drift"].outcome in (Outcome.PASS, Outcome.FAIL)
+    assert got["Window throughput spread (SNIA)"].outcome in (Outcome.PASS, Outcome.FAIL)
+    assert len(store.samples("soak-1", "g4.ttft_p50")) == 10
+
+
+def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
+    def switch(sim, window):
+        if window.index == 1:
+            sim.faults(error_every=2)
+    soak = real_soak(tmp_path, store, 8.0, on_window=switch)
+    windows = SoakStore(store).windows("soak-1")
+    assert [w.errors for w in windows[:2]] == [0, 0]
+    assert all(w.errors > 0 for w in windows[2:])
+    got = {m.name: m for m in soak.measurements(G4Limits())}
+    assert got["Soak request errors"].outcome is Outcome.FAIL
+    assert got["Soak request errors"].evidence[0].startswith("window #2")
+
