@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from ._fio import FioReport, combine, samples_support
 from ._settings import Ceilings, G1Limits
 from ._steady import SteadyState, SteadyStateUnavailable, snia_steady_state
-from ._verdict import Limit, Measurement, Outcome
+from ._verdict import Limit, Measurement
 
 BW_TITLES = {
     "seqread": ("Sequential read 1 MiB bandwidth", "seq_read_bw_min", "read"),
@@ -98,10 +98,14 @@ def steady_state(key: str, step: StepOutcome, limits: G1Limits,
     slope = Measurement.measured(names[1], slope_ss.slope_pct, slope_limit, evidence=evidence,
                                  note=describe(slope_host, slope_ss))
     unsteady = [(host, ss) for host, ss in judged if not ss.fio_attained]
-    if limits.steady_state_required and unsteady:
-        # The SNIA numbers may pass on a short window while fio never saw stability.
-        spread = spread.model_copy(update={"outcome": Outcome.FAIL, "note": describe(
-            *unsteady[0]) + "; g1.steady_state_required is true"})
+    if unsteady:
+        # fio's own criterion judges one-second samples; the SNIA rounds decide. Say it anyway.
+        spread.note = describe(*unsteady[0]) + " (fio's per-second criterion is reported, " \
+            "the SNIA rounds decide)"
+    if not limits.steady_state_required:
+        return [Measurement.not_applicable(m.name, f"reported only (g1.steady_state_required "
+                                           f"is false): {m.value:.3g} % — {m.note}")
+                for m in (spread, slope)]
     return [spread, slope]
 
 

@@ -76,10 +76,10 @@ def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
                 direction="write", jobs=[JobSection(name="seqwrite", options={
                     "rw": "write", "filename": write_file, **seq, **_timed(fio.runtime),
                     **_ss(fio)})]),
-        FioStep(key="randread-qd1", title="4 KiB random read, QD1", seconds=fio.runtime,
-                jobs=[JobSection(name="randread-qd1", options={
+        FioStep(key="randread-qd1", title="4 KiB random read, QD1",
+                seconds=fio.latency_runtime, jobs=[JobSection(name="randread-qd1", options={
                     "rw": "randread", "filename": read_file, "bs": "4k", "iodepth": "1",
-                    "size": size, **_timed(fio.runtime)})]),
+                    "size": size, **_timed(fio.latency_runtime)})]),
         FioStep(key="qd-sweep", title="4 KiB random read, queue-depth sweep",
                 seconds=fio.qd_sweep_runtime * len(fio.qd_sweep), jobs=[
                     JobSection(name=f"randread-qd{qd}", options={

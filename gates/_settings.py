@@ -154,6 +154,7 @@ class FioSettings(Strict):
     seq_iodepth: PositiveInt = 16
     qd_sweep: list[PositiveInt] = Field(default=[1, 4, 16, 32], min_length=1)
     qd_sweep_runtime: Duration = Field(default=10.0, gt=0)
+    latency_runtime: Duration = Field(default=30.0, gt=0)  # the 4 KiB QD1 latency job
     kv_block: Size = Field(default=256 * 1024, gt=0)
     kv_jobs: PositiveInt = 4
     kv_iodepth: PositiveInt = 4
