@@ -15,17 +15,18 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
+import aiohttp
 from pydantic import BaseModel
 
 from ._health import Collector, WindowContext
-from ._loadgen import Endpoint, LoadSettings, run_phase
+from ._loadgen import READ_BUFFER, Endpoint, LoadSettings, send
 from ._metrics import stats, ttft
 from ._requests import RequestOutcome, RequestRecord
 from ._settings import G4Limits
 from ._soak import GATE, Deviation, HealthReading, SoakPlan, WindowRecord, gap, soak_measurements
 from ._store import Store
 from ._verdict import Measurement
-from ._workloads import Plan
+from ._workloads import Plan, PlannedRequest
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS soak_plans (
@@ -267,8 +268,8 @@ class SoakRunner:
         running: dict[str, Future] = {c.name: pool.submit(c.collect, ctx)
                                       for c in self.collectors if c.concurrent}
         records = self.load.run(index, seconds)
+        end = self.clock.now()  # the load's end: a slow fio pass must not dilute throughput
         health = {name: _result(f) for name, f in running.items()}
-        end = self.clock.now()
         ctx = ctx.model_copy(update={"end": end})
         for collector in self.collectors:
             if not collector.concurrent:
@@ -297,28 +298,49 @@ def _result(future: Future) -> HealthReading:
         return HealthReading.failed(f"{type(exc).__name__}: {exc}")
 
 
-# ---- the real load: endpoints driven with a multi-turn plan -------------------------------
+# ---- the real load: endpoints driven with multi-turn sessions -----------------------------
 
 class EndpointLoad:
-    """Multi-turn sessions in turn order, round after round, until the window's time is up."""
+    """Closed loop at the operating point: ``concurrency`` workers, each sending one session's
+    turns in order (turn n after turn n-1 finished), then the next session, until the window's
+    time is up. ``plans(cycle)`` gives each pass over the sessions fresh prompts, so the KV tier
+    keeps being written as well as read; a fixed Plan repeats (reads only, after the first)."""
 
-    def __init__(self, endpoints: Sequence[Endpoint], plan: Plan, settings: LoadSettings,
-                 clock: Clock | None = None):
+    def __init__(self, endpoints: Sequence[Endpoint], plans: Plan | Callable[[int], Plan],
+                 settings: LoadSettings):
         self.endpoints, self.settings = list(endpoints), settings
-        self.clock = clock or RealClock()
-        # Turn n of a session only after turn n-1 finished: one batch per turn number.
-        turns = sorted({r.turn or 0 for r in plan.requests})
-        self.batches = [[r for r in plan.requests if (r.turn or 0) == t] for t in turns]
-        self.next = 0
+        self.plans = plans if callable(plans) else (lambda cycle: plans)
+        self.cycle, self.queue = 0, []
+
+    def _next_session(self) -> list[PlannedRequest]:
+        if not self.queue:
+            plan = self.plans(self.cycle)
+            self.cycle += 1
+            groups: dict[str, list[PlannedRequest]] = {}
+            for r in plan.requests:
+                groups.setdefault(r.session or r.request_id, []).append(r)
+            self.queue = [sorted(g, key=lambda r: r.turn or 0) for g in groups.values()]
+        return self.queue.pop(0)
 
     def run(self, index: int, seconds: float) -> list[RequestRecord]:
-        """Batches until ``seconds`` have passed; in-flight requests are let finish."""
-        deadline = self.clock.now() + seconds
-        records: list[RequestRecord] = []
-        while self.clock.now() < deadline:
-            batch = self.batches[self.next]
-            self.next = (self.next + 1) % len(self.batches)
-            result = asyncio.run(run_phase(batch, self.endpoints, self.settings))
-            records += result.records
-        return records
+        """Requests until ``seconds`` have passed; in-flight ones are let finish."""
+        return asyncio.run(self._window(seconds))
 
+    async def _window(self, seconds: float) -> list[RequestRecord]:
+        records: list[RequestRecord] = []
+        deadline = time.monotonic() + seconds
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60)
+        async with aiohttp.ClientSession(connector=connector,
+                                         read_bufsize=READ_BUFFER) as http:
+            origin = time.perf_counter_ns()
+
+            async def worker(k: int) -> None:
+                while time.monotonic() < deadline:
+                    for turn in self._next_session():
+                        if time.monotonic() >= deadline:
+                            return  # the rest of this session is abandoned, not half-sent
+                        endpoint = self.endpoints[k % len(self.endpoints)]
+                        records.append(await send(http, endpoint, turn, self.settings, origin))
+
+            await asyncio.gather(*(worker(k) for k in range(self.settings.concurrency)))
+        return records

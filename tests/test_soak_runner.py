@@ -4,6 +4,9 @@ import asyncio
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -207,6 +210,20 @@ def test_status_line_shows_progress_eta_and_alerts(store):
     assert SHORTENED in SoakStore(store).deviations("soak-1")[0].text
 
 
+def test_endpoint_load_sends_each_sessions_turns_in_order_with_fresh_plans_per_pass():
+    seeds = []
+
+    def plans(cycle):
+        seeds.append(cycle)
+        return multi_turn(sessions=2, turns=3, first_tokens=4, turn_tokens=2, output_tokens=1,
+                          seed=cycle, vocab=32000)
+    load = EndpointLoad([Endpoint(url="http://127.0.0.1:9")], plans, LoadSettings())
+    sessions = [load._next_session() for _ in range(3)]
+    assert [[r.turn for r in s] for s in sessions] == [[0, 1, 2]] * 3
+    assert sessions[0][0].session != sessions[1][0].session and seeds == [0, 1]
+    assert sessions[2][0].prompt != sessions[0][0].prompt  # the second pass: new prompts
+
+
 # ---- for real: the simulator on loopback, fio on a temporary directory -------------------
 
 class Simulator:
@@ -245,8 +262,9 @@ def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
     sim_dir.mkdir()
     scratch.mkdir()
     with Simulator(sim_dir) as sim:
-        workload = multi_turn(sessions=4, turns=3, first_tokens=256, turn_tokens=32,
-                              output_tokens=8, seed=1, vocab=32000)
+        def workload(cycle):  # fresh sessions on every pass: the tier keeps being written
+            return multi_turn(sessions=4, turns=3, first_tokens=256, turn_tokens=32,
+                              output_tokens=8, seed=cycle, vocab=32000)
         load = EndpointLoad([Endpoint(url=sim.url, model="kvgate-sim-tiny")], workload,
                             LoadSettings(concurrency=4, stall_timeout=10))
         runner_cmd = SubprocessRunner()
@@ -293,3 +311,59 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
     assert got["Soak request errors"].outcome is Outcome.FAIL
     assert got["Soak request errors"].evidence[0].startswith("window #2")
 
+
+
+class SleepLoad:
+    """A load that only takes time: for the kill -9 test, where the process is what matters."""
+
+    def run(self, index, seconds):
+        time.sleep(seconds)
+        return [RequestRecord(request_id=f"w{index}", t0=0.0, ttft=0.1, e2e=0.2,
+                              content_times=[0.1, 0.2], output_tokens=10)]
+
+
+KILLED = """
+import sys, time
+from pathlib import Path
+from gates._soak import SoakPlan
+from gates._soak_runner import SoakRunner
+from gates._store import Store
+from test_soak_runner import SleepLoad
+
+store = Store(Path(sys.argv[1]))
+store.begin_run("soak-k", "test site")
+SoakRunner.start(store, SoakPlan(run_id="soak-k", duration=4.0, window=0.5), SleepLoad()).run()
+"""
+
+
+def test_a_runner_killed_with_sigkill_mid_window_resumes_without_losing_a_window(tmp_path):
+    out = tmp_path / "out"  # a real disk, not tmpfs: commits are what survives the kill
+    child = subprocess.Popen([sys.executable, "-c", KILLED, str(out)],
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if out.exists() and (out / "kvgate.sqlite").exists():
+                with Store(out) as peek:
+                    if len(SoakStore(peek).windows("soak-k")) >= 3:
+                        break
+            time.sleep(0.05)
+        time.sleep(0.25)  # into the next window
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    with Store(out) as store:
+        before = [w.model_dump() for w in SoakStore(store).windows("soak-k")]
+        assert 3 <= len(before) < 8
+        time.sleep(0.5)
+        runner = SoakRunner.resume(store, "soak-k", SleepLoad())
+        done = runner.run()
+        after = SoakStore(store).windows("soak-k")
+        assert [w.model_dump() for w in after[:len(before)]] == before
+        assert [w.index for w in after] == list(range(8)) and done.committed == 8
+        gaps = [d for d in SoakStore(store).deviations("soak-k") if d.kind == "gap"]
+        assert len(gaps) == 1 and gaps[0].seconds >= 0.5 and gaps[0].start == before[-1]["end"]
+        got = {m.name: m for m in runner.measurements(G4Limits())}
+        assert got["Effective soak duration"].outcome is Outcome.PASS
+        assert got["Total gap time"].value == pytest.approx(gaps[0].seconds)
