@@ -283,14 +283,18 @@ def verify_job(directory: Path, size: int, block: int, rate: str, ioengine: str,
 
 
 class FioVerify(_Base):
-    """A bounded, rate-limited write-with-verify pass, then a verify-only re-read of it."""
+    """A bounded, rate-limited write-with-verify pass, then a verify-only re-read of it.
+
+    O_DIRECT by default: a re-read served from the page cache would prove nothing about the
+    storage. ``scratch`` should be a subdirectory of the target kvgate owns.
+    """
 
     name = VERIFY
     concurrent = True
 
     def __init__(self, runner: CommandRunner, scratch: Path, size: int = 32 * 1024**2,
-                 block: int = 128 * 1024, rate: str = "32m", ioengine: str = "psync",
-                 direct: bool = False, binary: str = "fio", timeout: float = 600.0,
+                 block: int = 128 * 1024, rate: str = "32m", ioengine: str = "libaio",
+                 direct: bool = True, binary: str = "fio", timeout: float = 600.0,
                  between: Callable[[Path], None] | None = None):
         self.runner, self.scratch = runner, Path(scratch)
         self.size, self.block, self.rate, self.ioengine = size, block, rate, ioengine

@@ -222,16 +222,21 @@ class SoakRunner:
     @classmethod
     def start(cls, store: Store, plan: SoakPlan, load: LoadDriver, **kw) -> SoakRunner:
         """A new soak: store its plan, then run it with run()."""
-        SoakStore(store).save_plan(plan)
+        clock = kw.get("clock") or RealClock()
+        SoakStore(store).save_plan(plan.model_copy(update={"started": clock.now()}))
         return cls(store, plan.run_id, load, **kw)
 
     @classmethod
     def resume(cls, store: Store, run_id: str, load: LoadDriver, **kw) -> SoakRunner:
         """Continue after a crash: the gap since the last committed window is a deviation."""
         runner = cls(store, run_id, load, **kw)
-        windows = runner.committed
-        if windows and len(windows) < runner.plan.windows:
-            runner.soak.add_deviation(run_id, gap(windows[-1].end, runner.clock.now()))
+        if len(runner.committed) >= runner.plan.windows:
+            return runner  # finished: nothing to resume, no gap
+        # From the last committed window, or the last resume if none was committed since
+        # (a second crash must not count the first gap twice).
+        marks = [d.end for d in runner.soak.deviations(run_id) if d.kind == "gap" and d.end]
+        marks += [w.end for w in runner.committed[-1:]] + [runner.plan.started or 0.0]
+        runner.soak.add_deviation(run_id, gap(max(marks), runner.clock.now()))
         return runner
 
     def status(self) -> SoakStatus:

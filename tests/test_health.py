@@ -181,9 +181,20 @@ def test_verify_job_is_crc32c_with_backlog_bounded_and_rate_limited(tmp_path):
     assert "verify_only=1" in verify_job(tmp_path, 1, 1, "1m", "psync", False, True)
 
 
+def direct_io_works(folder: Path) -> bool:
+    """O_DIRECT, the collector's default, is refused by tmpfs (EINVAL)."""
+    try:
+        os.close(os.open(folder / "probe", os.O_CREAT | os.O_WRONLY | os.O_DIRECT))
+    except OSError:
+        return False
+    return True
+
+
 def fio_verify(tmp_path, between=None):
+    direct = direct_io_works(tmp_path)
     return FioVerify(SubprocessRunner(), tmp_path / "scratch", size=4 << 20, block=65536,
-                     rate="0", between=between)
+                     rate="0", between=between, direct=direct,
+                     ioengine="libaio" if direct else "psync")
 
 
 def test_real_fio_pass_verifies_clean_data(tmp_path):

@@ -168,6 +168,8 @@ def test_resume_after_a_crash_loses_no_committed_window_and_reports_the_gap(stor
     assert got["Effective soak duration"].outcome is Outcome.PASS
     # The crashed window's half-done requests never reached the store.
     assert len(store.requests("soak-1")) == 2 * 864
+    # A crash in the first window after a resume: the next gap starts at that resume.
+    assert gaps[0].end == crashed_at + 1050
     # A finished soak resumed again adds no gap and runs nothing.
     again = SoakRunner.resume(store, "soak-1", FakeLoad(clock), clock=clock)
     assert again.run().committed == 864 and len(SoakStore(store).deviations("soak-1")) == 1
@@ -269,7 +271,7 @@ def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
                             LoadSettings(concurrency=4, stall_timeout=10))
         runner_cmd = SubprocessRunner()
         collectors = [FioVerify(runner_cmd, scratch / "kvgate-soak", size=2 << 20,
-                                block=65536, rate="0"),
+                                block=65536, rate="0", direct=False, ioengine="psync"),
                       KernelLog(runner_cmd), Smart(runner_cmd, []), NvmePaths(runner_cmd),
                       ProcessHealth(os.getpid), FreeSpace(scratch)]
         soak = SoakRunner.start(store, plan(duration=seconds, window=2.0, g3=g3), load,
@@ -367,3 +369,21 @@ def test_a_runner_killed_with_sigkill_mid_window_resumes_without_losing_a_window
         got = {m.name: m for m in runner.measurements(G4Limits())}
         assert got["Effective soak duration"].outcome is Outcome.PASS
         assert got["Total gap time"].value == pytest.approx(gaps[0].seconds)
+
+
+def test_repeated_crashes_count_each_lost_second_once(store):
+    clock = FakeClock()
+    began = clock.now()
+    with pytest.raises(RuntimeError):  # dies in window 0: nothing committed yet
+        SoakRunner.start(store, plan(duration=3000), FakeLoad(clock, crash_at=0),
+                         clock=clock).run()
+    clock.sleep(100)
+    with pytest.raises(RuntimeError):  # resumed, dies again in window 0
+        SoakRunner.resume(store, "soak-1", FakeLoad(clock, crash_at=0), clock=clock).run()
+    clock.sleep(100)
+    runner = SoakRunner.resume(store, "soak-1", FakeLoad(clock), clock=clock)
+    runner.run()
+    gaps = [d for d in SoakStore(store).deviations("soak-1") if d.kind == "gap"]
+    assert [g.seconds for g in gaps] == [250, 250]  # half a window lost + 100 s down, twice
+    assert gaps[0].start == began and gaps[1].start == gaps[0].end
+    assert runner.status().gap_s == 500 and runner.status().committed == 10
