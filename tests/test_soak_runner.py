@@ -22,7 +22,7 @@ from gates._requests import RequestOutcome, RequestRecord
 from gates._runner import SubprocessRunner
 from gates._settings import G4Limits
 from gates._sim_server import build_app
-from gates._soak import SHORTENED, VERIFY, HealthReading, SoakPlan
+from gates._soak import SHORTENED, VERIFY, HealthReading, SoakPlan, soak_measurements
 from gates._soak_runner import EndpointLoad, FakeClock, SoakRunner, SoakStore
 from gates._store import Store
 from gates._verdict import Outcome
@@ -313,6 +313,20 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
     assert got["Soak request errors"].outcome is Outcome.FAIL
     assert got["Soak request errors"].evidence[0].startswith("window #2")
 
+
+
+def test_a_simulator_that_slows_down_partway_fails_the_throughput_floor(tmp_path, store):
+    def switch(sim, window):
+        if window.index == 1:
+            sim.faults(stall_every=1, stall_s=0.3)  # every request stalls 0.3 s mid-stream
+    soak = real_soak(tmp_path, store, 8.0, on_window=switch)
+    windows = SoakStore(store).windows("soak-1")
+    g3 = min(w.throughput for w in windows[:2])  # as if G3 had measured the healthy tier
+    plan = soak.plan.model_copy(update={"g3_throughput": g3})
+    got = {m.name: m for m in soak_measurements(windows, [], plan, G4Limits())}
+    floor = got["Lowest window throughput"]
+    assert floor.outcome is Outcome.FAIL and floor.evidence[0].startswith("window #2")
+    assert got["Soak request errors"].outcome is Outcome.PASS  # slow, not failing
 
 
 class SleepLoad:
