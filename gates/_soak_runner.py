@@ -1,7 +1,7 @@
 """The G4 soak runner: windows of load plus health readings, each committed before the next.
 
-Seams: a Clock (real or fake), a LoadDriver (the real one drives endpoints with a multi-turn
-plan), health Collectors (gates._health). Storage: three tables of our own in the run's
+Seams: a Clock (real or fake), a LoadDriver (the real one drives endpoints with multi-turn
+sessions), health Collectors (gates._health). Storage: three tables of our own in the run's
 SQLite store (plan, windows, deviations) plus ``samples`` rows per signal (gate "g4",
 series "g4.<signal>", t = window end) and the window's ``requests``, all in one transaction:
 a window is in the store whole or not at all. A resume reads them back.
@@ -10,6 +10,7 @@ a window is in the store whole or not at all. A resume reads them back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -251,10 +252,13 @@ class SoakRunner:
     def run(self, max_windows: int | None = None) -> SoakStatus:
         """Run the remaining windows (at most max_windows of them) and return the status."""
         committed = self.committed
-        since = committed[-1].end if committed else None
+        # The kernel log is read from here on: after a crash, the gap is read too.
+        since = committed[-1].end if committed else self.plan.started
         now = self.clock.now()
         for collector in self.collectors:
-            collector.prime(now)
+            # A failing baseline is not fatal: the collector's first reading says why.
+            with contextlib.suppress(Exception):
+                collector.prime(now)
         with ThreadPoolExecutor(max_workers=max(1, len(self.collectors))) as pool:
             first = len(committed)
             for index in range(first, self.plan.windows):

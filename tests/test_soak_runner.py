@@ -395,9 +395,12 @@ def test_repeated_crashes_count_each_lost_second_once(store):
     with pytest.raises(RuntimeError):  # resumed, dies again in window 0
         SoakRunner.resume(store, "soak-1", FakeLoad(clock, crash_at=0), clock=clock).run()
     clock.sleep(100)
-    runner = SoakRunner.resume(store, "soak-1", FakeLoad(clock), clock=clock)
+    kernel = FakeCollector("kernel_log")
+    runner = SoakRunner.resume(store, "soak-1", FakeLoad(clock), collectors=[kernel],
+                               clock=clock)
     runner.run()
     gaps = [d for d in SoakStore(store).deviations("soak-1") if d.kind == "gap"]
     assert [g.seconds for g in gaps] == [250, 250]  # half a window lost + 100 s down, twice
     assert gaps[0].start == began and gaps[1].start == gaps[0].end
+    assert kernel.contexts[0].since == began  # the log is read back to the soak's start
     assert runner.status().gap_s == 500 and runner.status().committed == 10
