@@ -313,8 +313,13 @@ class FioVerify(_Base):
         except FioParseError as exc:
             return len(failures), failures, f"fio {step} pass: {exc}"
         # continue_on_error=verify: fio goes on and counts them in total_err (error 84).
-        raw = json.loads(done.stdout[done.stdout.find("{"):])
-        counted = sum(int(j.get("total_err", 0) or 0) for j in raw.get("jobs", []))
+        # fio may print notes (with braces) before its JSON: start where a line opens with "{".
+        text = done.stdout if done.stdout.startswith("{") else done.stdout.split("\n{", 1)[-1]
+        try:
+            raw = json.JSONDecoder().raw_decode(text if text.startswith("{") else "{" + text)[0]
+            counted = sum(int(j.get("total_err", 0) or 0) for j in raw.get("jobs", []))
+        except (ValueError, AttributeError, TypeError):
+            counted = 0  # the parsed report stands; the failure lines still count
         other = [j.error for j in report.jobs if j.error not in (0, 84)]
         error = f"fio {step} pass: job error {other[0]}" if other else ""
         return max(counted, len(failures)), failures, error
