@@ -67,10 +67,11 @@ async def settle(source: MetricsSource, endpoints: Sequence[Endpoint], engine: s
                  interval: float = 0.5, quiet_polls: int = 3, timeout: float = 120.0) -> float:
     """Wait until the storage-write counters stop moving; returns the seconds waited."""
     start = time.monotonic()
-    last, quiet = None, 0
+    last, quiet, zero = None, 0, parse_metrics("")
     while quiet < quiet_polls and time.monotonic() - start < timeout:
         snaps = await scrape_all(source, endpoints)
-        written = [attribute(engine, s, s).storage_write_bytes for s in snaps]
+        # Totals since the engine started (a delta from nothing), not a delta of a snapshot.
+        written = [attribute(engine, zero, s).storage_write_bytes for s in snaps]
         quiet = quiet + 1 if written == last else 0
         last = written
         if quiet < quiet_polls:

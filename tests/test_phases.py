@@ -7,7 +7,8 @@ from aiohttp import web
 
 from gates._loadgen import Endpoint, LoadSettings
 from gates._metrics import summarize
-from gates._phases import PhaseError, run_cold_recovery
+from gates._phases import PhaseError, run_cold_recovery, settle
+from gates._promtext import parse_metrics
 from gates._sim_model import FaultConfig, get_profile
 from gates._sim_server import build_app
 from gates._workloads import cold_recovery
@@ -89,3 +90,23 @@ def test_a_dead_endpoint_is_a_phase_error_naming_the_url():
     endpoint = Endpoint(url="http://127.0.0.1:9", model="x")
     with pytest.raises(PhaseError, match="127.0.0.1:9/metrics"):
         asyncio.run(run_cold_recovery(plan(), [endpoint], LoadSettings()))
+
+
+class Scripted:
+    """A metrics source whose write counter grows for a few scrapes, then stops."""
+
+    def __init__(self, totals):
+        self.totals, self.calls = list(totals), 0
+
+    async def scrape(self, url):
+        value = self.totals[min(self.calls, len(self.totals) - 1)]
+        self.calls += 1
+        return parse_metrics("# TYPE kvgate_sim_storage_write_bytes_total counter\n"
+                             f'kvgate_sim_storage_write_bytes_total{{model_name="m"}} {value}\n')
+
+
+def test_settle_waits_until_the_write_counters_stop_moving():
+    source = Scripted([0, 100, 200, 300, 300, 300, 300, 300])
+    endpoint = Endpoint(url="http://127.0.0.1:1", model="m")
+    asyncio.run(settle(source, [endpoint], "kvgate-sim", interval=0.0, quiet_polls=3))
+    assert source.calls == 7  # 300 first seen on call 4, then three unchanged polls
