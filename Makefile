@@ -5,7 +5,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test tools clean
+.PHONY: demo test bench tools clean
 
 $(BIN)/kvgate: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,11 @@ demo: tools $(BIN)/kvgate
 test: tools $(BIN)/kvgate
 	@$(BIN)/python -m pytest; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
+
+# Benchmarks print tables; they are not tests and assert nothing about speed.
+bench: $(BIN)/kvgate
+	$(BIN)/python bench/timing_fidelity.py && $(BIN)/python bench/capacity.py && \
+	$(BIN)/python bench/sim_scheduling.py
 
 clean:
 	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*
