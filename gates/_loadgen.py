@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import aiohttp
 from pydantic import BaseModel, Field, SecretStr
 
+from ._metrics import percentile
 from ._requests import RequestOutcome, RequestRecord
 from ._selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from ._sse import SSEDecoder, SSEProtocolError, classify
@@ -239,5 +240,6 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
         finally:
             wall = (time.perf_counter_ns() - origin) / 1e9
             monitor.stop()
-    return LoadResult(records=records, wall=wall,
-                      self_check=judge_self_check(monitor.lags, lags))
+    ttfts = [r.ttft for r in records if r.counted and r.ttft is not None]
+    return LoadResult(records=records, wall=wall, self_check=judge_self_check(
+        monitor.lags, lags, percentile(ttfts, 50) if ttfts else None))
