@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.gate, pytest.mark.g3]
 
 
 @pytest.fixture(scope="module")
-def g3(g3_reference, g3_candidate, g3_recompute, kvgate):
+def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight):
     """Every G3 measurement; BLOCKED or ERROR ones say why."""
     for runs in (g3_reference, g3_candidate):
         if runs.blocked:
@@ -26,6 +26,11 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate):
                           kvgate.thresholds.g3, kvgate.thresholds.decision)
     if g3_recompute.error:
         out.append(Measurement.error("Recompute reference", g3_recompute.error))
+    measured = {int(m.name.rsplit(" ", 1)[1]): m.value for m in out
+                if m.name.startswith("TTFT p50 reduction") and m.value is not None}
+    note = compare_with_preflight(measured)
+    if note:
+        kvgate.facts.setdefault("g3", {})["predicted vs measured"] = note
     return out
 
 
