@@ -7,6 +7,7 @@ is stopped (SIGTERM, then SIGKILL) on every way out, Ctrl-C included.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import difflib
 import http.client
 import os
@@ -72,6 +73,13 @@ def placeholders(text: str) -> list[str]:
             raise ValueError(f"placeholder {{{name}}} takes no format spec or conversion")
         names.append(name)
     return names
+
+
+def _die_with_parent() -> None:
+    # Linux: the engine gets SIGTERM if kvgate is killed (kill -9 included), so a crashed run
+    # leaves no orphan serving stale KV; elsewhere this is a no-op.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def render(text: str, values: Mapping[str, str]) -> str:
@@ -445,7 +453,8 @@ class ArmProcess:
             try:
                 self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT, env=env,
-                                              start_new_session=True)
+                                              start_new_session=True,
+                                              preexec_fn=_die_with_parent)
             except OSError as exc:
                 raise ArmError(self.name, "start", f"cannot run {argv[0]!r}: "
                                f"{exc.strerror or exc}") from None

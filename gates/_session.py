@@ -26,6 +26,9 @@ class RunOptions:
     force: bool = False
     destructive: bool = False
     confirm_serial: str = ""
+    soak_duration: str = ""  # e.g. "10m": a shortened G4
+    soak_window: str = ""
+    soak_resume: str = ""  # the run id of a G4 soak to continue
 
 
 def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | None, str]:

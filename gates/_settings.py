@@ -259,6 +259,20 @@ class Sizing(Strict):
     baseline_bw: Rate | None = None  # today's KV read bandwidth; None = the seed's 0.98 GB/s
 
 
+class SoakSettings(Strict):
+    """How G4 loads the candidate: multi-turn sessions, so the tier is written and read."""
+
+    duration: Duration | None = None  # None = thresholds.toml g4.duration (72 h)
+    window: Duration | None = None  # None = thresholds.toml g4.window
+    sessions: PositiveInt = 8
+    turns: PositiveInt = 4
+    first_tokens: PositiveInt = 2048
+    turn_tokens: PositiveInt = 128
+    output_tokens: PositiveInt = 32
+    verify_size: Size = Field(default=64 * 1024**2, gt=0)  # fio write+verify pass per window
+    verify_rate: Rate = 32e6  # low intensity: the soak's load, not fio, is under test
+
+
 class Site(Strict):
     site: SiteInfo
     target: Target
@@ -267,6 +281,7 @@ class Site(Strict):
     ceilings: Ceilings = Ceilings()
     workload: WorkloadSettings = WorkloadSettings()
     sizing: Sizing = Sizing()
+    soak: SoakSettings = SoakSettings()
     arms: Arms = {}
 
     def resolve_paths(self, base: Path) -> None:

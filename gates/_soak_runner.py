@@ -108,6 +108,12 @@ class SoakStore:
         self.db.execute("INSERT INTO soak_plans (run_id, body) VALUES (?, ?)",
                         (plan.run_id, plan.model_dump_json()))
 
+    def latest(self) -> str:
+        """The run id of the newest soak, or ""."""
+        row = self.db.execute("SELECT run_id FROM soak_plans ORDER BY rowid DESC LIMIT 1"
+                              ).fetchone()
+        return row["run_id"] if row else ""
+
     def plan(self, run_id: str) -> SoakPlan | None:
         """The stored plan of a run, or None."""
         row = self.db.execute("SELECT body FROM soak_plans WHERE run_id = ?",

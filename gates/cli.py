@@ -18,7 +18,9 @@ from ._inventory import inventory_command
 from ._model_cli import add_commands as add_model_commands
 from ._model_cli import model_command
 from ._record import GATE_TITLES, GATES, GateRecord
-from ._store import Store, new_run_id
+from ._soak_runner import SoakStore
+from ._soak_runner import status as soak_status
+from ._store import DB_NAME, Store, new_run_id
 from ._verdict import EXIT_CODES, Outcome
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow writing the raw block device named in [target] device")
     run.add_argument("--confirm-serial", default="",
                      help="that device's serial, typed back to confirm --destructive")
+    run.add_argument("--soak-duration", default="",
+                     help="shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)")
+    run.add_argument("--soak-window", default="", help="G4 window length, e.g. 1m")
 
     config = commands.add_parser("config", help="configuration commands")
     config_commands = config.add_subparsers(dest="config_command", required=True)
@@ -72,6 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  kvgate config check --site examples/my-array.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(check)
+    soak = commands.add_parser("soak", help="G4 soak: status and resume",
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               epilog="examples:\n  kvgate soak status\n"
+                               "  kvgate soak resume 20261129T170000Z-3f9a1c")
+    soak_commands = soak.add_subparsers(dest="soak_command", required=True)
+    status = soak_commands.add_parser("status", help="progress, ETA and health of a soak")
+    status.add_argument("run_id", nargs="?", default="", help="default: the newest soak")
+    status.add_argument("--out", type=Path, default=Path("reports"))
+    resume = soak_commands.add_parser(
+        "resume", help="continue a soak from its last committed window (after a crash)")
+    resume.add_argument("run_id")
+    _common(resume)
+    resume.add_argument("--out", type=Path, default=Path("reports"))
     inventory = commands.add_parser(
         "inventory", help="collect and print the site inventory (RAID, filesystem, NVMe, NICs)",
         epilog="examples:\n  kvgate inventory\n  kvgate inventory --site my-site.toml --json",
@@ -142,7 +160,11 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
             *(["--force"] if args.force else []),
             *(["--destructive", "--confirm-serial", args.confirm_serial]
-              if args.destructive else []), *args.pytest_args]
+              if args.destructive else []),
+            *(["--soak-duration", args.soak_duration] if args.soak_duration else []),
+            *(["--soak-window", args.soak_window] if args.soak_window else []),
+            *(["--soak-resume", args.soak_resume] if args.soak_resume else []),
+            *args.pytest_args]
     code = pytest.main(argv)
     store = Store(args.out)
     records = store.records(run_id)
@@ -153,6 +175,27 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     return summary_exit_code(records)
 
 
+def soak_command(args: argparse.Namespace, console: Console) -> int:
+    """`kvgate soak status` prints a soak's progress; `resume` continues it through G4."""
+    if args.soak_command == "resume":
+        args.gate, args.force, args.destructive = "g4", False, False
+        args.soak_duration = args.soak_window = ""
+        args.soak_resume, args.confirm_serial = args.run_id, ""
+        return run_gates(args, console)
+    with Store(args.out) as store:
+        soaks = SoakStore(store)
+        run_id = args.run_id or soaks.latest()
+        plan = soaks.plan(run_id) if run_id else None
+        if plan is None:
+            console.print(f"no soak {run_id or ''} in {args.out / DB_NAME}".replace("  ", " "))
+            return EXIT_CODES[Outcome.ERROR]
+        found = soak_status(plan, soaks.windows(run_id), soaks.deviations(run_id))
+    console.print(found.line())
+    for signal, health in sorted(found.health.items()):
+        console.print(f"  {signal}: {health}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kvgate` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -160,10 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     args = build_parser().parse_args(argv[:split])
     args.pytest_args = argv[split + 1:]
+    args.soak_resume = getattr(args, "soak_resume", "")
     console = Console(soft_wrap=True)
     try:
         if args.command == "config":
             return config_check(args, console)
+        if args.command == "soak":
+            return soak_command(args, console)
         if args.command == "inventory":
             return inventory_command(args.site, args.json)
         if args.command == "model":

@@ -40,6 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="allow fio to write a raw block device named in [target] device")
     group.addoption("--confirm-serial", default="",
                     help="the raw device's serial, typed back to confirm --destructive")
+    group.addoption("--soak-duration", default="",
+                    help="shorten G4 for a rehearsal, e.g. 10m (the report says it is no sign-off)")
+    group.addoption("--soak-window", default="", help="G4 window length, e.g. 1m")
+    group.addoption("--soak-resume", default="", metavar="RUN_ID",
+                    help="continue the G4 soak of RUN_ID from its last committed window")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,7 +96,9 @@ def gate_session(config: pytest.Config) -> GateSession:
             site=Path(opt.site or "site.toml"), thresholds=Path(opt.thresholds or
                                                                 "thresholds.toml"),
             out=Path(opt.out or "reports"), run_id=opt.run_id, force=opt.force,
-            destructive=opt.destructive, confirm_serial=opt.confirm_serial)
+            destructive=opt.destructive, confirm_serial=opt.confirm_serial,
+            soak_duration=opt.soak_duration, soak_window=opt.soak_window,
+            soak_resume=opt.soak_resume)
         try:
             session = GateSession.open(options)
         except ConfigError as exc:

@@ -37,6 +37,13 @@ output_tokens = 8
 chunk_tokens = 16
 eviction = "{eviction}"
 warmup = 1
+[soak]
+sessions = 2
+turns = 2
+first_tokens = 128
+turn_tokens = 16
+output_tokens = 8
+verify_size = "4MiB"
 [arms.baseline]
 {arm}command = {SIM}, "--kv-dir", "{{kv_dir}}", "--read-limit", "2MB/s"]
 kv_dir = "{target}/kv-baseline"
@@ -109,6 +116,30 @@ def test_g3_passes_on_a_faster_candidate(world, g2):
     assert ms["TTFT p50 reduction @ concurrency 2"]["outcome"] == "PASS"
     assert ms["KV tokens read from the candidate storage @ concurrency 2"]["value"] == 100
     assert record["upstream"]["gate"] == "g2" and record["upstream"]["run_id"] == g2["run_id"]
+
+
+def test_g4_short_soak_at_the_g3_operating_point(world, g2):
+    """Runs right after the passing G3 above (file order): G4 stands on that record."""
+    path = world / "site-g4.toml"
+    path.write_text(site_text(world / "t1"))
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g4", "--site", str(path),
+                           "--thresholds", str(world / "thresholds.toml"), "--out",
+                           str(world / "out"), "--soak-duration", "10s", "--soak-window", "2s"],
+                          capture_output=True, text=True, timeout=300)
+    # Ten seconds is too short for drift and stability to mean much: they may FAIL, but the
+    # gate must run and measure (not ERROR, not BLOCKED).
+    assert done.returncode in (0, 1), done.stdout[-3000:]
+    [record_file] = (world / "out").glob("*/g4.json")
+    record = json.loads(record_file.read_text())
+    ms = outcomes(record)
+    assert all(m["outcome"] in ("PASS", "FAIL", "NOT APPLICABLE") for m in ms.values())
+    assert ms["Soak request errors"]["outcome"] == "PASS"
+    assert ms["fio verify errors"]["outcome"] == "PASS"
+    assert record["facts"]["windows"] == "5 of 5 committed"
+    assert any(d.startswith("shortened: not a 72-hour sign-off") for d in record["deviations"])
+    status = subprocess.run([sys.executable, "-m", "gates.cli", "soak", "status", "--out",
+                             str(world / "out")], capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and "window 5/5" in status.stdout
 
 
 def test_g3_fails_on_a_slow_candidate(world, g2):
