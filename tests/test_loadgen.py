@@ -1,6 +1,7 @@
 """The load generator against a real aiohttp server on loopback that misbehaves on request."""
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass
 
@@ -91,17 +92,25 @@ def server():
     return Server()
 
 
+@contextlib.asynccontextmanager
+async def serving(server):
+    """The scripted server on a free loopback port; yields its base URL."""
+    app = web.Application()
+    app.router.add_post("/v1/completions", server.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    finally:
+        await runner.cleanup()
+
+
 def run(server, models, settings=None, prompts=None):
     async def main():
-        app = web.Application()
-        app.router.add_post("/v1/completions", server.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        try:
-            endpoints = {m: Endpoint(url=f"http://127.0.0.1:{port}", model=m) for m in models}
+        async with serving(server) as url:
+            endpoints = {m: Endpoint(url=url, model=m) for m in models}
             requests = [Req(f"r{i}", prompts or [1, 2, 3, 4]) for i in range(len(models))]
             records = []
             for req, model in zip(requests, models, strict=True):
@@ -109,8 +118,6 @@ def run(server, models, settings=None, prompts=None):
                     stall_timeout=0.3))
                 records += result.records
             return records
-        finally:
-            await runner.cleanup()
 
     return asyncio.run(main())
 
@@ -166,21 +173,12 @@ def test_mixed_faults_add_up_to_the_requests_sent(server):
 
 def test_closed_loop_never_exceeds_the_concurrency(server):
     async def main():
-        app = web.Application()
-        app.router.add_post("/v1/completions", server.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        try:
-            endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model="ok")
+        async with serving(server) as url:
             seen = []
-            result = await run_phase([Req(f"r{i}", [i]) for i in range(12)], [endpoint],
+            result = await run_phase([Req(f"r{i}", [i]) for i in range(12)],
+                                     [Endpoint(url=url, model="ok")],
                                      LoadSettings(concurrency=3), on_record=seen.append)
             return result, seen
-        finally:
-            await runner.cleanup()
 
     result, seen = asyncio.run(main())
     assert server.max_in_flight <= 3 and len(result.records) == 12 == len(seen)
