@@ -142,13 +142,29 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Meas
                              hits_limit) if any(x is None for x in gpu) or not expected else \
         Measurement.measured(hits_name, sum(gpu) / expected * 100, hits_limit,
                              note="a cold probe must not be answered by the GPU cache")
-    for m in (read, hits):
+    disk = device_reads(c, cand, fraction_limit)
+    for m in (read, hits, disk):
         if m.outcome is Outcome.FAIL:
             m.note = f"{PROOF_FAILED}: {m.note}"
     gbps = [r.restore_gbps for r in cand if r.restore_gbps]
     if gbps and read.outcome is not Outcome.ERROR:
         read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
-    return [read, hits]
+    return [read, hits, disk]
+
+
+def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The KV devices' own read bytes rose by what the engine says it read (no page cache)."""
+    name = f"KV devices' read bytes vs the engine's storage reads {_at(c)}"
+    engine = [r.storage_read_bytes for r in cand]
+    device = [r.device_read_bytes for r in cand]
+    if any(d is None for d in device):
+        return Measurement.not_applicable(name, "no block device to watch: name the array's "
+                                          "devices in site.toml [topology] devices")
+    if any(e is None for e in engine) or not sum(engine):
+        return Measurement.error(name, "the engine exposes no storage-read byte counter", limit)
+    return Measurement.measured(name, sum(device) / sum(engine) * 100, limit,
+                                note=f"devices read {sum(device):,} bytes, the engine "
+                                f"{sum(engine):,.0f} (a page-cache hit reads no device)")
 
 
 def recompute_reference(c: int, cand: list[Repetition],

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from ._arms import Arm, ArmError, ArmProcess, prepare_kv_dir
+from ._attribution import AttributionError, PsutilDiskCounters
 from ._loadgen import LoadSettings
 from ._phases import PhaseError, run_cold_recovery
 from ._repetition import Repetition, repetition
@@ -18,21 +20,34 @@ class ProtocolError(Exception):
     """An arm could not be measured; the message names the arm, the phase and the log tail."""
 
 
+def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
+    """Block devices whose read bytes should rise in the probe: configured, or the kv_dir's."""
+    if configured:
+        return configured
+    if arm.kind != "launch" or arm.kv_dir is None or not arm.kv_dir.exists():
+        return []  # an engine on another host reads from disks this host cannot see
+    st = os.stat(arm.kv_dir)
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    return [Path(os.path.realpath(node)).name] if node.exists() else []
+
+
 def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: int, index: int,
                  *, log: Path, kv_root: Path | None, run_id: str,
                  on_record: Callable[[RequestRecord], None] | None = None,
-                 output_tokens: int | None = None) -> Repetition:
+                 output_tokens: int | None = None, devices: list[str] = ()) -> Repetition:
     """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
     try:
         prepare_kv_dir(name, arm, kv_root)
+        watched = kv_devices(arm, list(devices))
         with ArmProcess(name, arm, log, run_id=run_id) as process:
             eviction = "reset" if workload.eviction == "restart" else workload.eviction
             settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
             cold = asyncio.run(run_cold_recovery(
                 workload.plan(output_tokens), process.endpoints(), settings,
                 engine=arm.engine, eviction=eviction, on_record=on_record,
+                disks=PsutilDiskCounters() if watched else None, devices=watched,
                 evict_hook=process.restart if workload.eviction == "restart" else None))
-    except (ArmError, PhaseError) as exc:
+    except (ArmError, PhaseError, AttributionError) as exc:
         raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
                             f"{exc}") from None
     return repetition(name, concurrency, index, cold)

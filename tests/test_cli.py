@@ -9,7 +9,7 @@ import pytest
 
 from gates._record import GateRecord
 from gates._verdict import Measurement, Outcome
-from gates.cli import main, summary_exit_code
+from gates.cli import main, suites_for, summary_exit_code
 
 
 def test_help_shows_examples_and_exit_codes(capsys):
@@ -38,10 +38,9 @@ def test_config_check_names_file_and_key_of_a_typo(tmp_path, repo, capsys):
     assert str(site) in err and "target.min_fre" in err and "did you mean 'min_free'" in err
 
 
-def test_run_of_a_gate_without_suite_is_an_error(repo, monkeypatch, capsys):
-    monkeypatch.chdir(repo)
-    assert main(["run", "g4"]) == 2
-    assert "no suite" in capsys.readouterr().out
+def test_every_gate_has_a_suite():
+    assert all(suites_for(gate) for gate in ("g1", "g2", "g3", "g4"))
+    assert [p.name for p in suites_for("g1")] == ["test_g1_arrival.py", "test_g1_config.py"]
 
 
 @pytest.mark.parametrize("verdicts, code", [

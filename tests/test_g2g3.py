@@ -108,3 +108,17 @@ def test_correctness_names_the_mismatching_context():
     m = correctness(bad, good, 3)
     assert m.outcome is Outcome.FAIL and "probe-ctx-0001" in m.note and m.value == 1
     assert correctness(bad, good, 1).outcome is Outcome.PASS  # only the first token compared
+
+
+def test_device_reads_prove_the_disk_was_read():
+    from gates._g2g3 import device_reads
+    from gates._verdict import Limit
+
+    limit = Limit.at_least(90, "%")
+    read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
+                                                          "device_read_bytes": 1200})]
+    cached = [read[0].model_copy(update={"device_read_bytes": 0})]
+    unknown = [read[0].model_copy(update={"device_read_bytes": None})]
+    assert device_reads(8, read, limit).outcome is Outcome.PASS
+    assert device_reads(8, cached, limit).outcome is Outcome.FAIL
+    assert device_reads(8, unknown, limit).outcome is Outcome.NOT_APPLICABLE
