@@ -83,6 +83,7 @@ def report_context(session: GateSession) -> dict:
         "target": str(session.site.target.directory),
         "thresholds_path": session.thresholds_file.path,
         "site_path": session.site_file.path,
+        "charts": session.charts,
         "simulated_arms": sorted(name for name, arm in session.site.arms.items()
                                  if arm.engine == "kvgate-sim"),
     }

@@ -66,6 +66,7 @@ class GateSession:
     inventory: list[DutItem] = field(default_factory=list)  # the DUT, collected by G1
     facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
     finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
+    charts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # gate: (title, svg)
 
     @classmethod
     def open(cls, options: RunOptions) -> GateSession:

@@ -7,6 +7,7 @@ thresholds.toml [g2], R repetitions each, on a freshly started arm with an empti
 
 import pytest
 
+from gates._charts import throughput_by_concurrency, ttft_cdf
 from gates._g2g3 import g2_measurements
 from gates._verdict import Measurement
 
@@ -18,6 +19,9 @@ def g2(g2_baseline, kvgate):
     """Every G2 measurement, or one ERROR naming the arm, phase and log tail."""
     if g2_baseline.error:
         return [Measurement.error("Baseline arm protocol", g2_baseline.error)]
+    arms = {"baseline": g2_baseline.reps}
+    kvgate.charts["g2"] = [("Baseline TTFT CDF", ttft_cdf(arms)),
+                           ("Baseline throughput vs concurrency", throughput_by_concurrency(arms))]
     return g2_measurements(g2_baseline.reps, kvgate.thresholds.g2)
 
 

@@ -7,6 +7,7 @@ the baseline figures are G2's stored repetitions, checked against G2's evidence 
 
 import pytest
 
+from gates._charts import throughput_by_concurrency, ttft_cdf
 from gates._g2g3 import correctness, g3_measurements
 from gates._verdict import Measurement
 
@@ -28,6 +29,10 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight)
         out.append(Measurement.error("Recompute reference", g3_recompute.error))
     measured = {int(m.name.rsplit(" ", 1)[1]): m.value for m in out
                 if m.name.startswith("TTFT p50 reduction") and m.value is not None}
+    arms = {"baseline": g3_reference.reps, "candidate": g3_candidate.reps,
+            "recompute": g3_recompute.reps}
+    kvgate.charts["g3"] = [("TTFT CDF, baseline (G2) vs candidate", ttft_cdf(arms)),
+                           ("Throughput vs concurrency", throughput_by_concurrency(arms))]
     note = compare_with_preflight(measured)
     if note:
         kvgate.facts.setdefault("g3", {})["predicted vs measured"] = note
