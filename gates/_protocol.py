@@ -14,6 +14,7 @@ from ._phases import PhaseError, run_cold_recovery
 from ._repetition import Repetition, repetition
 from ._requests import RequestRecord
 from ._settings import WorkloadSettings
+from ._units import format_size
 
 
 class ProtocolError(Exception):
@@ -34,10 +35,19 @@ def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
 def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: int, index: int,
                  *, log: Path, kv_root: Path | None, run_id: str,
                  on_record: Callable[[RequestRecord], None] | None = None,
-                 output_tokens: int | None = None, devices: list[str] = ()) -> Repetition:
+                 output_tokens: int | None = None, devices: list[str] = (),
+                 kv_bytes_per_token: int | None = None) -> Repetition:
     """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
     try:
-        prepare_kv_dir(name, arm, kv_root)
+        kv = prepare_kv_dir(name, arm, kv_root)
+        if kv is not None and kv_bytes_per_token:
+            need = workload.plan().total_expected_kv_tokens * kv_bytes_per_token
+            if need > kv.free_bytes:
+                raise ProtocolError(
+                    f"arm '{name}': the workload needs {format_size(need)} of KV "
+                    f"({workload.contexts} contexts x {workload.context_tokens} tokens x "
+                    f"{kv_bytes_per_token} B/token) but {kv.path} has only "
+                    f"{format_size(kv.free_bytes)} free; nothing was started")
         watched = kv_devices(arm, list(devices))
         with ArmProcess(name, arm, log, run_id=run_id) as process:
             eviction = "reset" if workload.eviction == "restart" else workload.eviction
@@ -48,6 +58,11 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                 disks=PsutilDiskCounters() if watched else None, devices=watched,
                 evict_hook=process.restart if workload.eviction == "restart" else None))
     except (ArmError, PhaseError, AttributionError) as exc:
+        tail = ""
+        if isinstance(exc, PhaseError) and log.exists():
+            # The engine may have died mid-run: its own last words say why.
+            tail = "\nlast lines of the engine's log:\n" + "\n".join(
+                log.read_text(errors="replace").splitlines()[-20:])
         raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
-                            f"{exc}") from None
+                            f"{exc}{tail}") from None
     return repetition(name, concurrency, index, cold)

@@ -236,6 +236,9 @@ class WorkloadSettings(Strict):
     eviction: Literal["reset", "flood", "restart", "none"] = "reset"  # none: proof must fail
     filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
     stall_timeout: float = Field(default=120.0, gt=0)
+    # KV bytes one token occupies on the tier, to refuse a workload the KV directory cannot
+    # hold; None = derive it from [sizing] (model, dtype, TP).
+    kv_bytes_per_token: PositiveInt | None = None
 
     def plan(self, output_tokens: int | None = None) -> Plan:
         """The cold-recovery plan; output_tokens overrides the probe length (correctness)."""

@@ -64,12 +64,17 @@ def world(tmp_path_factory, repo):
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
     (root / "thresholds.toml").write_text(text)
-    with Store(root / "out") as store:
+    passed_g1(root / "out")
+    return root
+
+
+def passed_g1(out):
+    """A passing G1 record for the e2e site in the store under out."""
+    with Store(out) as store:
         store.begin_run("g1-fixture", "e2e site")
         store.save_record(GateRecord(gate="g1", run_id="g1-fixture", site="e2e site",
                                      started="t", measurements=[Measurement.measured(
                                          "stand-in", 1.0, Limit.at_least(0.5))]))
-    return root
 
 
 def run(world, gate, site, out="out"):
@@ -92,6 +97,17 @@ def test_g3_blocked_without_a_g2_pass(world):
     assert done.returncode == 3, done.stdout[-2000:]
     assert record["verdict"] == "BLOCKED"
     assert "no G2 record" in record["measurements"][0]["note"]
+
+
+def test_a_workload_bigger_than_the_kv_directory_is_refused_before_it_starts(world):
+    site = site_text(world / "t-big").replace("eviction =", "kv_bytes_per_token = 1000000000000\n"
+                                                "eviction =")
+    passed_g1(world / "big")
+    done, record = run(world, "g2", site, out="big")
+    assert done.returncode == 2
+    note = record["measurements"][0]["note"]
+    assert "the workload needs" in note and "nothing was started" in note
+    assert not list((world / "big").glob("*/evidence/g2-arm-baseline-*.log"))
 
 
 @pytest.fixture(scope="module")
