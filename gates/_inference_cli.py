@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import aiohttp
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
@@ -21,7 +22,7 @@ from ._requests import RequestRecord
 from ._sim_model import PROFILES, FaultConfig
 from ._sim_server import serve
 from ._store import DB_NAME, Store, new_run_id
-from ._units import parse_rate
+from ._units import UnitError, parse_rate
 from ._workloads import (
     PROBE,
     Plan,
@@ -93,9 +94,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def sim_serve(args: argparse.Namespace) -> int:
     """Run the simulator until Ctrl-C."""
-    faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
-    if args.read_limit:
-        faults.read_bytes_per_s = parse_rate(args.read_limit)
+    try:
+        faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
+        if args.read_limit:
+            faults.read_bytes_per_s = parse_rate(args.read_limit)
+    except (ValidationError, UnitError) as exc:
+        Console(stderr=True).print(f"[red]sim serve:[/] bad --faults or --read-limit: {exc}",
+                                   highlight=False)
+        return 2
     serve(args.profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
     return 0
 

@@ -30,7 +30,7 @@ EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 b
 EXAMPLES = """examples:
   kvgate run g1                          G1 on ./site.toml, reports under ./reports/<run>/
   kvgate run all                         every gate that has a suite, in order
-  kvgate run g1 --site examples/my-array.toml --out /data/kvgate-reports
+  kvgate run g1 --site examples/vllm-lmcache.toml --out /data/kvgate-reports
   kvgate run g2 --force                  run G2 although G1 did not pass (reported in red)
   kvgate run g1 -- -k seq_read           pass extra arguments to pytest after --
   kvgate config check                    validate site.toml and thresholds.toml, print them

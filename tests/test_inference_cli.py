@@ -73,3 +73,11 @@ def test_loadgen_shared_prefix_open_loop(simulator):
                    "--context-tokens", "64", "--rate", "50")
     assert done.returncode == 0, done.stderr
     assert "requests sent" in done.stdout and "│ 8" in done.stdout
+
+
+@pytest.mark.parametrize("flag, value", [("--read-limit", "bogus"), ("--faults", '{"nope": 1}')])
+def test_sim_serve_refuses_bad_fault_settings(flag, value):
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "sim", "serve", flag, value],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "bad --faults or --read-limit" in done.stderr
+    assert "Traceback" not in done.stderr
