@@ -66,3 +66,39 @@ def throughput_by_concurrency(arms: dict[str, list[Repetition]]) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return to_svg(fig)
+
+
+def envelope(points: list[tuple[float, float]], buckets: int = 1500) -> tuple[list, ...]:
+    """Down-sample a long series to per-bucket (t, mean, min, max): a 72 h run stays fast."""
+    if len(points) <= buckets:
+        ts = [t for t, _ in points]
+        vs = [v for _, v in points]
+        return ts, vs, vs, vs
+    step = len(points) / buckets
+    out: tuple[list, list, list, list] = ([], [], [], [])
+    for b in range(buckets):
+        chunk = points[int(b * step):int((b + 1) * step)] or points[-1:]
+        values = [v for _, v in chunk]
+        for column, value in zip(out, (chunk[0][0], sum(values) / len(values), min(values),
+                                       max(values)), strict=True):
+            column.append(value)
+    return out
+
+
+def time_series(panels: list[tuple[str, str, list[tuple[float, float]]]]) -> str:
+    """Stacked panels sharing the time axis (hours since the first point); min-max shaded."""
+    panels = [p for p in panels if p[2]]
+    fig = Figure(figsize=(7.0, 1.6 * max(1, len(panels))))
+    axes = fig.subplots(max(1, len(panels)), 1, sharex=True, squeeze=False)[:, 0]
+    origin = min((p[2][0][0] for p in panels), default=0.0)
+    for ax, (title, unit, points) in zip(axes, panels, strict=False):
+        ts, mean, low, high = envelope(points)
+        hours = [(t - origin) / 3600 for t in ts]
+        ax.plot(hours, mean, color=COLOURS["candidate"], linewidth=1)
+        if low is not mean:
+            ax.fill_between(hours, low, high, color=COLOURS["candidate"], alpha=0.2)
+        ax.set_ylabel(unit, fontsize=8)
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("hours since the soak began")
+    return to_svg(fig)

@@ -29,6 +29,7 @@ class RunOptions:
     soak_duration: str = ""  # e.g. "10m": a shortened G4
     soak_window: str = ""
     soak_resume: str = ""  # the run id of a G4 soak to continue
+    soak_metrics_port: int | None = None  # Prometheus endpoint on loopback while soaking
 
 
 def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | None, str]:

@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--soak-duration", default="",
                      help="shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)")
     run.add_argument("--soak-window", default="", help="G4 window length, e.g. 1m")
+    run.add_argument("--soak-metrics-port", type=int, default=None,
+                     help="serve the soak's metrics for Prometheus on 127.0.0.1:PORT")
 
     config = commands.add_parser("config", help="configuration commands")
     config_commands = config.add_subparsers(dest="config_command", required=True)
@@ -164,6 +166,8 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
             *(["--soak-duration", args.soak_duration] if args.soak_duration else []),
             *(["--soak-window", args.soak_window] if args.soak_window else []),
             *(["--soak-resume", args.soak_resume] if args.soak_resume else []),
+            *(["--soak-metrics-port", str(args.soak_metrics_port)]
+              if getattr(args, "soak_metrics_port", None) is not None else []),
             *args.pytest_args]
     code = pytest.main(argv)
     store = Store(args.out)

@@ -43,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--soak-duration", default="",
                     help="shorten G4 for a rehearsal, e.g. 10m (the report says it is no sign-off)")
     group.addoption("--soak-window", default="", help="G4 window length, e.g. 1m")
+    group.addoption("--soak-metrics-port", type=int, default=None, metavar="PORT",
+                    help="serve the soak's window metrics for Prometheus on 127.0.0.1:PORT")
     group.addoption("--soak-resume", default="", metavar="RUN_ID",
                     help="continue the G4 soak of RUN_ID from its last committed window")
 
@@ -98,7 +100,7 @@ def gate_session(config: pytest.Config) -> GateSession:
             out=Path(opt.out or "reports"), run_id=opt.run_id, force=opt.force,
             destructive=opt.destructive, confirm_serial=opt.confirm_serial,
             soak_duration=opt.soak_duration, soak_window=opt.soak_window,
-            soak_resume=opt.soak_resume)
+            soak_resume=opt.soak_resume, soak_metrics_port=opt.soak_metrics_port)
         try:
             session = GateSession.open(options)
         except ConfigError as exc:

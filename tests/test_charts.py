@@ -22,3 +22,13 @@ def test_throughput_chart_names_the_arms():
     svg = throughput_by_concurrency({"baseline": reps("baseline", 1.0),
                                      "candidate": reps("candidate", 0.5)})
     assert "baseline" in svg and "candidate" in svg and "concurrency" in svg
+
+
+def test_time_series_downsamples_a_72_hour_series():
+    from gates._charts import envelope, time_series
+
+    points = [(float(t), float(t % 600)) for t in range(259_200)]
+    ts, mean, low, high = envelope(points, buckets=1000)
+    assert len(ts) == 1000 and min(low) == 0 and max(high) == 599
+    svg = time_series([("Output throughput", "tok/s", points), ("Empty", "x", [])])
+    assert svg.startswith("<svg") and "Output throughput" in svg and "Empty" not in svg
