@@ -37,7 +37,8 @@ test: tools $(BIN)/kvgate
 # Benchmarks print tables; they are not tests and assert nothing about speed.
 bench: $(BIN)/kvgate
 	$(BIN)/python bench/timing_fidelity.py && $(BIN)/python bench/capacity.py && \
-	$(BIN)/python bench/sim_scheduling.py
+	$(BIN)/python bench/sim_scheduling.py && $(BIN)/python bench/soak_overhead.py && \
+	$(BIN)/python bench/report_render.py
 
 clean:
 	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*
