@@ -22,6 +22,7 @@ from ._soak_runner import SoakStore
 from ._soak_runner import status as soak_status
 from ._store import DB_NAME, Store, new_run_id
 from ._verdict import EXIT_CODES, Outcome
+from ._verify import verify
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "suites"
@@ -92,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("run_id")
     _common(resume)
     resume.add_argument("--out", type=Path, default=Path("reports"))
+    check_run = commands.add_parser(
+        "verify", help="re-check a run's records, evidence hashes and the chain between gates",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  kvgate verify reports/20261129T170000Z-3f9a1c\n"
+        "  kvgate verify reports/20261129T170000Z-3f9a1c/g3.json\n\n"
+        "exit codes: 0 intact, 1 something was altered or is missing")
+    check_run.add_argument("path", type=Path, help="a run folder or one gate JSON")
     inventory = commands.add_parser(
         "inventory", help="collect and print the site inventory (RAID, filesystem, NVMe, NICs)",
         epilog="examples:\n  kvgate inventory\n  kvgate inventory --site my-site.toml --json",
@@ -179,6 +187,16 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     return summary_exit_code(records)
 
 
+def verify_command(path: Path, console: Console) -> int:
+    """Print what was checked and exactly what was altered; exit 1 on any problem."""
+    files, problems = verify(path)
+    for problem in problems:
+        console.print(f"[red]ALTERED[/] {problem}", highlight=False)
+    if not problems:
+        console.print(f"intact: {', '.join(files)} and every evidence file they list")
+    return 1 if problems else 0
+
+
 def soak_command(args: argparse.Namespace, console: Console) -> int:
     """`kvgate soak status` prints a soak's progress; `resume` continues it through G4."""
     if args.soak_command == "resume":
@@ -212,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "config":
             return config_check(args, console)
+        if args.command == "verify":
+            return verify_command(args.path, console)
         if args.command == "soak":
             return soak_command(args, console)
         if args.command == "inventory":
