@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  kvgate verify reports/20261129T170000Z-3f9a1c/g3.json\n\n"
         "exit codes: 0 intact, 1 something was altered or is missing")
     check_run.add_argument("path", type=Path, help="a run folder or one gate JSON")
+    commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
+                        epilog="example:\n  kvgate schema > gate-record.schema.json",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     inventory = commands.add_parser(
         "inventory", help="collect and print the site inventory (RAID, filesystem, NVMe, NICs)",
         epilog="examples:\n  kvgate inventory\n  kvgate inventory --site my-site.toml --json",
@@ -187,6 +190,19 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     return summary_exit_code(records)
 
 
+def record_schema() -> dict:
+    """JSON Schema of <gate>.json: the GateRecord plus the two keys written beside it."""
+    schema = GateRecord.model_json_schema(mode="serialization")
+    schema["properties"]["decision_rule"] = {"type": "string",
+                                             "description": "the rule in words"}
+    schema["properties"]["record_sha256"] = {
+        "type": "string", "description": "SHA-256 of the record without these two keys"}
+    schema["required"] = sorted({*schema.get("required", []), "decision_rule",
+                                 "record_sha256", "verdict"})
+    schema["$id"] = f"urn:kvgate:gate-record:{__version__}"
+    return schema
+
+
 def verify_command(path: Path, console: Console) -> int:
     """Print what was checked and exactly what was altered; exit 1 on any problem."""
     files, problems = verify(path)
@@ -230,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "config":
             return config_check(args, console)
+        if args.command == "schema":
+            print(json.dumps(record_schema(), indent=2))
+            return 0
         if args.command == "verify":
             return verify_command(args.path, console)
         if args.command == "soak":

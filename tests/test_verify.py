@@ -63,3 +63,13 @@ def test_a_missing_evidence_file_and_a_broken_chain_are_named(tmp_path, capsys):
 def test_a_folder_without_records_is_an_error(tmp_path, capsys):
     assert main(["verify", str(tmp_path)]) == 1
     assert "no gate record" in capsys.readouterr().out
+
+
+def test_schema_describes_every_key_of_a_written_record(tmp_path, capsys):
+    folder, _ = write_run(tmp_path, "r1", "g1")
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    body = json.loads((folder / "g1.json").read_text())
+    assert set(body) <= set(schema["properties"])
+    assert set(schema["required"]) <= set(body)
+    assert schema["$id"].startswith("urn:kvgate:gate-record:")
