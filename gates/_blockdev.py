@@ -59,13 +59,15 @@ def as_bool(value: Any, command: str, field: str) -> bool | None:
     raise ParseError(command, f"field {field!r} is not a flag: {value!r}")
 
 
-def _object(value: Any, command: str, what: str) -> dict:
+def json_object(value: Any, command: str, what: str) -> dict:
+    """value if it is a JSON object; a ParseError naming the command otherwise."""
     if not isinstance(value, dict):
         raise ParseError(command, f"{what} is not a JSON object")
     return value
 
 
-def _text(value: Any) -> str:
+def text_field(value: Any) -> str:
+    """A JSON field as stripped text ("" for null)."""
     return "" if value is None else str(value).strip()
 
 
@@ -86,19 +88,21 @@ class Mount(BaseModel):
 
 def parse_findmnt(text: str, command: str = "findmnt -J") -> list[Mount]:
     """Every filesystem in findmnt's JSON, children flattened in order."""
-    doc = _object(json_document(text, command), command, "the output")
+    doc = json_object(json_document(text, command), command, "the output")
     found: list[Mount] = []
 
     def walk(entries: Any) -> None:
         if not isinstance(entries, list):
             raise ParseError(command, "'filesystems' is not a list")
         for entry in entries:
-            entry = _object(entry, command, "a filesystem entry")
+            entry = json_object(entry, command, "a filesystem entry")
             if not entry.get("target"):
                 raise ParseError(command, "a filesystem entry has no 'target'")
-            found.append(Mount(target=_text(entry["target"]), source=_text(entry.get("source")),
-                               fstype=_text(entry.get("fstype")),
-                               options=[o for o in _text(entry.get("options")).split(",") if o]))
+            options = text_field(entry.get("options")).split(",")
+            found.append(Mount(target=text_field(entry["target"]),
+                               source=text_field(entry.get("source")),
+                               fstype=text_field(entry.get("fstype")),
+                               options=[o for o in options if o]))
             walk(entry.get("children", []))
 
     if "filesystems" not in doc:
@@ -135,29 +139,30 @@ class BlockDevice(BaseModel):
 
 
 def _device(entry: Any, command: str) -> BlockDevice:
-    entry = _object(entry, command, "a block device entry")
+    entry = json_object(entry, command, "a block device entry")
     if not entry.get("name"):
         raise ParseError(command, "a block device entry has no 'name'")
     children = entry.get("children", [])
     if not isinstance(children, list):
         raise ParseError(command, f"'children' of {entry['name']} is not a list")
-    name = _text(entry["name"])
+    name = text_field(entry["name"])
     return BlockDevice(
-        name=name, path=_text(entry.get("path")) or f"/dev/{name}", type=_text(entry.get("type")),
+        name=name, path=text_field(entry.get("path")) or f"/dev/{name}",
+        type=text_field(entry.get("type")),
         size=as_int(entry.get("size"), command, "size"),
         rotational=as_bool(entry.get("rota"), command, "rota"),
         min_io=as_int(entry.get("min-io"), command, "min-io"),
         opt_io=as_int(entry.get("opt-io"), command, "opt-io"),
         logical_sector=as_int(entry.get("log-sec"), command, "log-sec"),
         physical_sector=as_int(entry.get("phy-sec"), command, "phy-sec"),
-        model=_text(entry.get("model")), serial=_text(entry.get("serial")),
-        revision=_text(entry.get("rev")),
+        model=text_field(entry.get("model")), serial=text_field(entry.get("serial")),
+        revision=text_field(entry.get("rev")),
         children=[_device(c, command) for c in children])
 
 
 def parse_lsblk(text: str, command: str = "lsblk -J -b") -> list[BlockDevice]:
     """The device trees in lsblk's JSON; numbers may be JSON numbers or strings."""
-    doc = _object(json_document(text, command), command, "the output")
+    doc = json_object(json_document(text, command), command, "the output")
     devices = doc.get("blockdevices")
     if not isinstance(devices, list):
         raise ParseError(command, "no 'blockdevices' list")

@@ -10,25 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ._blockdev import ParseError, as_int, json_document
+from ._blockdev import ParseError, as_int, json_document, json_object, text_field
 
 KELVIN = 273.15
-
-
-def _object(value: Any, command: str, what: str) -> dict:
-    if not isinstance(value, dict):
-        raise ParseError(command, f"{what} is not a JSON object")
-    return value
 
 
 def _list(value: Any, command: str, what: str) -> list:
     if not isinstance(value, list):
         raise ParseError(command, f"{what} is not a JSON list")
     return value
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
 
 
 # ---- nvme list -o json -------------------------------------------------------------------
@@ -54,20 +44,21 @@ class Namespace(BaseModel):
 
 def parse_nvme_list(text: str, command: str = "nvme list -o json") -> list[Namespace]:
     """Namespaces in ``nvme list -o json`` (1.x with Index/ProductName; 2.x with GenericPath)."""
-    doc = _object(json_document(text, command), command, "the output")
+    doc = json_object(json_document(text, command), command, "the output")
     if "Devices" not in doc:
         raise ParseError(command, "no 'Devices' list")
     found = []
     for entry in _list(doc["Devices"], command, "'Devices'"):
-        entry = _object(entry, command, "a device entry")
+        entry = json_object(entry, command, "a device entry")
         if "DevicePath" not in entry:
             # nvme-cli 2.x -v nests Subsystems/Controllers/Namespaces: not the simple list.
             raise ParseError(command, "a device entry has no 'DevicePath' (was -v given?)")
         found.append(Namespace(
-            device=_text(entry["DevicePath"]),
+            device=text_field(entry["DevicePath"]),
             nsid=as_int(entry.get("NameSpace"), command, "NameSpace"),
-            model=_text(entry.get("ModelNumber")), serial=_text(entry.get("SerialNumber")),
-            firmware=_text(entry.get("Firmware")),
+            model=text_field(entry.get("ModelNumber")),
+            serial=text_field(entry.get("SerialNumber")),
+            firmware=text_field(entry.get("Firmware")),
             size=as_int(entry.get("PhysicalSize"), command, "PhysicalSize"),
             used=as_int(entry.get("UsedBytes"), command, "UsedBytes"),
             sector_size=as_int(entry.get("SectorSize"), command, "SectorSize")))
@@ -124,7 +115,7 @@ def _critical_warning(value: Any, command: str) -> int:
 
 def parse_smart_log(text: str, command: str = "nvme smart-log -o json") -> SmartLog:
     """The health log in ``nvme smart-log -o json``, whichever form critical_warning takes."""
-    doc = _object(json_document(text, command), command, "the output")
+    doc = json_object(json_document(text, command), command, "the output")
     missing = [k for k in ("critical_warning", "temperature", "percent_used", "media_errors")
                if k not in doc and not (k == "percent_used" and "percentage_used" in doc)]
     if missing:
@@ -169,11 +160,11 @@ class Controller(BaseModel):
 
 def parse_id_ctrl(text: str, command: str = "nvme id-ctrl -o json") -> Controller:
     """Model, serial, firmware and WCTEMP/CCTEMP from ``nvme id-ctrl -o json``."""
-    doc = _object(json_document(text, command), command, "the output")
+    doc = json_object(json_document(text, command), command, "the output")
     if "sn" not in doc and "mn" not in doc:
         raise ParseError(command, "no 'sn' or 'mn' field")
-    return Controller(model=_text(doc.get("mn")), serial=_text(doc.get("sn")),
-                      firmware=_text(doc.get("fr")),
+    return Controller(model=text_field(doc.get("mn")), serial=text_field(doc.get("sn")),
+                      firmware=text_field(doc.get("fr")),
                       warning_temp_k=as_int(doc.get("wctemp"), command, "wctemp") or 0,
                       critical_temp_k=as_int(doc.get("cctemp"), command, "cctemp") or 0,
                       namespaces=as_int(doc.get("nn"), command, "nn"))
@@ -204,25 +195,25 @@ class Subsystem(BaseModel):
 def _paths(value: Any, command: str) -> list[SubsystemPath]:
     paths = []
     for entry in _list(value, command, "'Paths'"):
-        entry = _object(entry, command, "a path entry")
+        entry = json_object(entry, command, "a path entry")
         if "Transport" not in entry:
             raise ParseError(command, "a path entry has no 'Transport'")
-        paths.append(SubsystemPath(name=_text(entry.get("Name")),
-                                   transport=_text(entry["Transport"]).lower(),
-                                   address=_text(entry.get("Address")),
-                                   state=_text(entry.get("State")).lower(),
-                                   ana_state=_text(entry.get("ANAState"))))
+        paths.append(SubsystemPath(name=text_field(entry.get("Name")),
+                                   transport=text_field(entry["Transport"]).lower(),
+                                   address=text_field(entry.get("Address")),
+                                   state=text_field(entry.get("State")).lower(),
+                                   ana_state=text_field(entry.get("ANAState"))))
     return paths
 
 
 def _subsystems(entries: Any, command: str) -> list[Subsystem]:
     found: list[Subsystem] = []
     for entry in _list(entries, command, "'Subsystems'"):
-        entry = _object(entry, command, "a subsystem entry")
+        entry = json_object(entry, command, "a subsystem entry")
         if "Name" in entry:
-            found.append(Subsystem(name=_text(entry["Name"]), nqn=_text(entry.get("NQN")),
-                                   model=_text(entry.get("Model")),
-                                   serial=_text(entry.get("Serial")),
+            found.append(Subsystem(name=text_field(entry["Name"]), nqn=text_field(entry.get("NQN")),
+                                   model=text_field(entry.get("Model")),
+                                   serial=text_field(entry.get("Serial")),
                                    paths=_paths(entry.get("Paths", []), command)))
         elif "Paths" in entry and found:
             # nvme-cli 1.x: a subsystem's paths follow it as a separate {"Paths": […]} object.
@@ -238,7 +229,7 @@ def parse_list_subsys(text: str, command: str = "nvme list-subsys -o json") -> l
     hosts = doc if isinstance(doc, list) else [doc]
     found = []
     for host in hosts:
-        host = _object(host, command, "a host entry")
+        host = json_object(host, command, "a host entry")
         if "Subsystems" not in host:
             raise ParseError(command, "no 'Subsystems' list")
         found.extend(_subsystems(host["Subsystems"], command))
