@@ -5,6 +5,7 @@ Hooks live here and nowhere else; fixtures live in the repository's ``fixtures/`
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import sqlite3
@@ -152,6 +153,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if writer:
             writer.write_line(f"{record.title}: {record.verdict.value} — {files['html']}")
     gate_run.store.close()
+
+
+def terminal_visible(config: pytest.Config):
+    """A context in which progress bars reach the terminal past pytest's output capture."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    return capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
 
 
 def outcome_failure(measurement: Measurement) -> str:
