@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -44,6 +45,18 @@ class DutItem(BaseModel):
     detail: str = ""  # size, level, link speed: what tells two such parts apart
 
 
+class ChecklistAnswer(BaseModel):
+    """One manual checklist item as the on-site engineer answered it."""
+
+    gate: str
+    item_id: str  # stable id from the checklist file, e.g. "g1.serial-matches-po"
+    text: str  # the question as the engineer saw it
+    answer: Literal["pass", "fail", "n.a."]
+    note: str = ""
+    operator: str
+    answered_at: str  # UTC, ISO 8601
+
+
 class GateRecord(BaseModel):
     """A gate's result: the verdict is computed from the measurements, never set by hand."""
 
@@ -65,6 +78,7 @@ class GateRecord(BaseModel):
     # The DUT identity (models, serials, firmware) collected by G1's configuration checks.
     inventory: list[DutItem] = Field(default_factory=list)
     facts: dict[str, str] = Field(default_factory=dict)  # e.g. the workload hash G3 must match
+    checklist: list[ChecklistAnswer] = Field(default_factory=list)  # the gate's manual items
 
     @computed_field
     @property

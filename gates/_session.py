@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import platform
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from ._checklist_store import ChecklistStore
 from ._config import LoadedFile, load_site, load_thresholds
-from ._record import DutItem, GateRecord, UpstreamRef, upstream_gate
+from ._record import ChecklistAnswer, DutItem, GateRecord, UpstreamRef, upstream_gate
 from ._report import write_reports
 from ._settings import Site, Thresholds
 from ._store import Store, new_run_id, utc_now
@@ -30,6 +32,18 @@ class RunOptions:
     soak_window: str = ""
     soak_resume: str = ""  # the run id of a G4 soak to continue
     soak_metrics_port: int | None = None  # Prometheus endpoint on loopback while soaking
+    checklist_id: str = ""  # the `kvgate checklist` run whose answers the reports carry
+
+
+def source_commit() -> str:
+    """The git commit kvgate runs from ("+dirty" with local changes), or "unknown"."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        found = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty=+dirty",
+                                "--abbrev=12"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "unknown"
 
 
 def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | None, str]:
@@ -79,7 +93,8 @@ class GateSession:
         run_id = options.run_id or new_run_id()
         session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
         session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
-                                 "platform": platform.platform()}
+                                 "platform": platform.platform(),
+                                 "kvgate commit": source_commit()}
         store.begin_run(run_id, site.site.name, site_sha256=site_file.sha256,
                         thresholds_revision=thresholds.meta.revision,
                         thresholds_sha256=thresholds_file.sha256,
@@ -124,6 +139,12 @@ class GateSession:
         self.store.add_evidence(self.run_id, path)
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
 
+    def checklist_answers(self, gate: str) -> list[ChecklistAnswer]:
+        """The manual checklist answers given for this gate in the `kvgate checklist` run."""
+        if not self.options.checklist_id:
+            return []
+        return ChecklistStore(self.store).answers(self.options.checklist_id, gate)
+
     def finish(self) -> list[tuple[GateRecord, dict[str, Path]]]:
         """Build, store and report a record for every gate that recorded anything."""
         for gate in sorted(self.started):
@@ -147,6 +168,6 @@ class GateSession:
             deviations=self.deviations.get(gate, []),
             evidence=self.store.manifest(self.run_id),
             inventory=self.inventory if gate == "g1" else [],
-            facts=self.facts.get(gate, {}))
+            facts=self.facts.get(gate, {}), checklist=self.checklist_answers(gate))
         self.store.save_record(record)
         self.finished[gate] = (record, write_reports(record, self))

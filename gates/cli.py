@@ -165,13 +165,15 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     runnable = [g for g in wanted if suites[g]]
     if not runnable:
         return EXIT_CODES[Outcome.ERROR]
-    run_id = new_run_id()
+    run_id = getattr(args, "run_id", "") or new_run_id()
+    checklist_id = getattr(args, "checklist_id", "")
     argv = [*(str(path) for g in runnable for path in suites[g]), "-m", " or ".join(runnable),
             "--rootdir", str(REPO), "--site", str(args.site), "--thresholds",
             str(args.thresholds), "--out", str(args.out), "--run-id", run_id, "-q",
             "--html", str(args.out / "pytest-html" / f"{run_id}.html"), "--self-contained-html",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
             *(["--force"] if args.force else []),
+            *(["--checklist-id", checklist_id] if checklist_id else []),
             *(["--destructive", "--confirm-serial", args.confirm_serial]
               if args.destructive else []),
             *(["--soak-duration", args.soak_duration] if args.soak_duration else []),

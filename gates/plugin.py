@@ -46,6 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--soak-window", default="", help="G4 window length, e.g. 1m")
     group.addoption("--soak-metrics-port", type=int, default=None, metavar="PORT",
                     help="serve the soak's window metrics for Prometheus on 127.0.0.1:PORT")
+    group.addoption("--checklist-id", default="", metavar="ID",
+                    help="the `kvgate checklist` run whose manual answers the reports carry")
     group.addoption("--soak-resume", default="", metavar="RUN_ID",
                     help="continue the G4 soak of RUN_ID from its last committed window")
 
@@ -101,7 +103,8 @@ def gate_session(config: pytest.Config) -> GateSession:
             out=Path(opt.out or "reports"), run_id=opt.run_id, force=opt.force,
             destructive=opt.destructive, confirm_serial=opt.confirm_serial,
             soak_duration=opt.soak_duration, soak_window=opt.soak_window,
-            soak_resume=opt.soak_resume, soak_metrics_port=opt.soak_metrics_port)
+            soak_resume=opt.soak_resume, soak_metrics_port=opt.soak_metrics_port,
+            checklist_id=opt.checklist_id)
         try:
             session = GateSession.open(options)
         except ConfigError as exc:
