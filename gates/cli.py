@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--soak-window", default="", help="G4 window length, e.g. 1m")
     run.add_argument("--soak-metrics-port", type=int, default=None,
                      help="serve the soak's metrics for Prometheus on 127.0.0.1:PORT")
+    run.add_argument("--run-id", default="", help="run id to use (default: a new one)")
+    run.add_argument("--checklist-id", default="", metavar="ID",
+                     help="the `kvgate checklist` run whose manual answers the reports carry")
 
     config = commands.add_parser("config", help="configuration commands")
     config_commands = config.add_subparsers(dest="config_command", required=True)
