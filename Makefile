@@ -5,7 +5,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench tools clean
+.PHONY: demo test bench tools browser clean
 
 $(BIN)/kvgate: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,11 +26,19 @@ tools:
 	    exit 2; fi; \
 	fi
 
+# Chromium renders the reports headless and prints them to PDF in the browser test; without
+# it that test is skipped with the reason. Installed with apt-get when we are root.
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "the browser test needs chromium: sudo apt-get install chromium" >&2; fi; }
+
 demo: tools $(BIN)/kvgate
 	$(BIN)/kvgate run all
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
-test: tools $(BIN)/kvgate
+test: tools browser $(BIN)/kvgate
 	@$(BIN)/python -m pytest; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
