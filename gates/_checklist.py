@@ -157,12 +157,13 @@ def answer_problems(checklist: Checklist, given: AnswersFile, gates: list[str],
     known = checklist.item_ids()
     needed = [i for i in checklist.item_ids(gates) if i not in answered]
     missing = [i for i in needed if i not in given.answers]
-    problems = [f"no answer for {', '.join(missing)}"] if missing else []
+    problems = [f"no answer for {', '.join(missing)} (every item of the gates "
+                f"{', '.join(gates)} needs one)"] if missing else []
     for item_id in given.answers:
         if item_id not in known:
             close = difflib.get_close_matches(item_id, known, n=1, cutoff=0.6)
             hint = f" — did you mean '{close[0]}'?" if close else ""
-            problems.append(f"unknown item id 'answers.{item_id}'{hint}")
+            problems.append(f"unknown item id '{item_id}' in [answers]{hint}")
     notes = {full_id(g, i): i.note_on_fail for g in gates for i in checklist.items(g)}
     problems += [f"key 'answers.{i}': answered fail without a note; this item needs one"
                  for i in needed if i in given.answers and notes[i]
