@@ -1,19 +1,27 @@
-"""Sign-off reports: one static HTML file (no JavaScript) and the same record as JSON."""
+"""Sign-off reports: one static, sealed HTML file (no JavaScript) and the same record as JSON."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
+from markupsafe import Markup
 
+from ._arms import Arm
 from ._record import GateRecord
+from ._seal import SEAL_ID, UNSEALED, seal, seal_placeholder
 from ._store import write_new
 from ._verdict import Measurement, Outcome
 
 if TYPE_CHECKING:
     from ._session import GateSession
+
+# The revision of the report's format (sections, their order and meaning). Raise it when a
+# reader comparing two reports of the same gate would otherwise be misled.
+REPORT_REVISION = "1"
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("gates", "templates"),
@@ -57,8 +65,23 @@ def format_margin(m: Measurement) -> str:
     return f"{text} {m.unit}".strip()
 
 
+def css_string(text: str) -> Markup:
+    """Text as a quoted CSS string, safe inside <style> (which HTML does not unescape)."""
+    escaped = "".join(c if c.isalnum() or c in " ./:-_·,()" else f"\\{ord(c):x} "
+                      for c in str(text))
+    return Markup(f'"{escaped}"')
+
+
 _ENV.filters["value"] = format_value
 _ENV.filters["margin"] = format_margin
+_ENV.filters["css_string"] = css_string
+
+RECOMPUTE = (f"sed -E 's/(id=\"{SEAL_ID}\">)[0-9a-f]{{64}}/\\1{UNSEALED}/' FILE.html "
+             "| sha256sum")
+
+# What render_html falls back to when a caller (a test, a tool) gives only the basics.
+_DEFAULTS = {"charts": {}, "simulated_arms": [], "arms": [], "retests": [],
+             "report_revision": REPORT_REVISION, "recompute_seal": RECOMPUTE}
 
 
 def render_html(record: GateRecord, context: dict) -> str:
@@ -67,12 +90,38 @@ def render_html(record: GateRecord, context: dict) -> str:
     has_section = section in _ENV.list_templates()
     return _ENV.get_template("report.html.j2").render(
         record=record, rows=record.ordered(), section=section if has_section else None,
-        Outcome=Outcome, **context)
+        Outcome=Outcome, seal=Markup(seal_placeholder()), **(_DEFAULTS | context),
+        engine_versions={k: v for k, v in record.tool_versions.items()
+                         if k.startswith("engine")})
 
 
-def report_context(session: GateSession) -> dict:
-    """Facts every report shows besides the record: site, profile, decision rule inputs."""
+def arm_row(name: str, arm: Arm) -> dict[str, str]:
+    """One arm as the report lists it: how it was reached, which engine, where its KV went."""
+    how = (f"launched: {' '.join(arm.command)}" if arm.kind == "launch"
+           else f"endpoint: {', '.join(arm.urls)}")
+    return {"name": name, "engine": arm.engine, "model": arm.model or "—", "how": how,
+            "kv_dir": str(arm.kv_dir) if arm.kv_dir else "none (recompute)"}
+
+
+def earlier_records(db: sqlite3.Connection, record: GateRecord) -> list[dict[str, str]]:
+    """Earlier records of the same gate and site (retests), oldest first, from the store."""
+    rows = db.execute(
+        "SELECT body, sha256 FROM gate_records WHERE gate = ? AND site = ? AND run_id != ? "
+        "AND id < COALESCE((SELECT MIN(id) FROM gate_records WHERE gate = ? AND run_id = ?), "
+        "1 << 62) ORDER BY id",
+        (record.gate, record.site, record.run_id, record.gate, record.run_id))
+    found = []
+    for row in rows:
+        body = json.loads(row["body"])
+        found.append({"run_id": body.get("run_id", "?"), "verdict": body.get("verdict", "?"),
+                      "finished": body.get("finished", ""), "sha256": row["sha256"]})
+    return found
+
+
+def report_context(session: GateSession, record: GateRecord) -> dict:
+    """Facts every report shows besides the record: site, profile, arms, retests, rule inputs."""
     th = session.thresholds
+    arms = session.site.arms
     return {
         "site": session.site.site,
         "profile": th.profile,
@@ -84,21 +133,30 @@ def report_context(session: GateSession) -> dict:
         "thresholds_path": session.thresholds_file.path,
         "site_path": session.site_file.path,
         "charts": session.charts,
-        "simulated_arms": sorted(name for name, arm in session.site.arms.items()
+        "simulated_arms": sorted(name for name, arm in arms.items()
                                  if arm.engine == "kvgate-sim"),
+        "arms": [arm_row(name, arm) for name, arm in arms.items()],
+        "retests": earlier_records(session.store.db, record),
     }
 
 
 def write_reports(record: GateRecord, session: GateSession) -> dict[str, Path]:
-    """Write <run>/<gate>.html and <gate>.json; files of an earlier run are never touched."""
+    """Write <gate>.html (sealed), <gate>.html.seal and <gate>.json into the run's folder.
+
+    Files of an earlier run are never touched. The seal file holds the report's own SHA-256
+    outside the report, so a summary or a bundle can list it without parsing HTML.
+    """
     folder = session.store.run_dir(record.run_id)
-    context = report_context(session)
+    context = report_context(session, record)
     context["rule"] = decision_rule(record, context["statistic"], context["confidence"],
                                     context["marginal_band"])
     body = json.loads(record.canonical_json())
     body["decision_rule"] = context["rule"]
     body["record_sha256"] = record.sha256()
+    html, digest = seal(render_html(record, context))
+    name = f"{record.gate}.html"
     return {
         "json": write_new(folder / f"{record.gate}.json", json.dumps(body, indent=2) + "\n"),
-        "html": write_new(folder / f"{record.gate}.html", render_html(record, context)),
+        "html": write_new(folder / name, html),
+        "seal": write_new(folder / f"{name}.seal", f"{digest}  {name}\n"),
     }
