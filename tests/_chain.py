@@ -1,0 +1,78 @@
+"""A real store with real run folders: records, evidence, gate JSONs and sealed HTML reports."""
+
+import json
+
+from gates._record import GateRecord, UpstreamRef
+from gates._seal import seal, seal_placeholder
+from gates._store import Store
+from gates._verdict import Limit, Measurement
+
+SITE = "acceptance site"
+
+
+def m(name, value, limit):
+    """A measurement judged against its limit."""
+    return Measurement.measured(name, value, limit)
+
+
+PASSING = {
+    "g1": [m("Sequential read 1 MiB bandwidth", 5.2, Limit.at_least(4, "GB/s")),
+           m("KV-restore read bandwidth", 4.8, Limit.at_least(4, "GB/s")),
+           m("4 KiB random read QD1 p99 latency", 180, Limit.at_most(500, "µs"))],
+    "g2": [m("Baseline TTFT p50 @ concurrency 8", 2.0, Limit.at_least(0, "s")),
+           m("Baseline TTFT p50 @ concurrency 16", 3.5, Limit.at_least(0, "s")),
+           m("Baseline output throughput @ concurrency 8", 400, Limit.at_least(0, "tok/s")),
+           m("Baseline output throughput @ concurrency 16", 610, Limit.at_least(0, "tok/s"))],
+    "g3": [m("TTFT p50 reduction @ concurrency 8", 60, Limit.at_least(30, "%")),
+           m("TTFT p50 reduction @ concurrency 16", 52, Limit.at_least(30, "%")),
+           m("Output-throughput gain @ concurrency 8", 31, Limit.at_least(20, "%")),
+           m("KV tokens read from the candidate storage @ concurrency 8", 100,
+             Limit.at_least(95, "%")),
+           m("Outputs differing from recompute (first 16 tokens, concurrency 1)", 0,
+             Limit.at_most(0, "requests"))],
+    "g4": [m("Effective soak duration", 259200, Limit.at_least(259200, "s")),
+           m("Soak request errors", 0, Limit.at_most(0, "requests")),
+           m("Lowest window throughput", 95, Limit.at_least(90, "%")),
+           m("TTFT p50 drift", 2, Limit.at_most(10, "%"))],
+}
+
+
+def sealed_page(title):
+    """A minimal report page carrying a valid seal."""
+    return seal(f"<!DOCTYPE html><html><body><h1>{title}</h1><p>{seal_placeholder()}</p>"
+                "</body></html>")[0]
+
+
+def open_run(store: Store, run_id: str):
+    """Register a run and return its folder."""
+    return store.begin_run(run_id, SITE)
+
+
+def add_gate(store, run_id, gate, measurements=None, cites=None, **fields):
+    """Store a gate record as a session does and write its JSON, sealed HTML and evidence.
+
+    cites is the (record, sha256) the gate stands on. Returns (record, sha256).
+    """
+    folder = store.run_dir(run_id)
+    evidence = folder / "evidence" / f"{gate}-raw.json"
+    evidence.write_text(json.dumps({"gate": gate, "samples": [1, 2, 3]}))
+    store.add_evidence(run_id, evidence)
+    upstream = UpstreamRef(gate=cites[0].gate, run_id=cites[0].run_id, verdict=cites[0].verdict,
+                           record_sha256=cites[1]) if cites else None
+    record = GateRecord(gate=gate, run_id=run_id, site=SITE, started="2026-11-29T17:00:00+00:00",
+                        measurements=PASSING[gate] if measurements is None else measurements,
+                        upstream=upstream, evidence=store.manifest(run_id), **fields)
+    digest = store.save_record(record)
+    body = json.loads(record.canonical_json()) | {"decision_rule": "…", "record_sha256": digest}
+    (folder / f"{gate}.json").write_text(json.dumps(body, indent=2) + "\n")
+    (folder / f"{gate}.html").write_text(sealed_page(record.title))
+    return record, digest
+
+
+def full_chain(store, run_id, gates=("g1", "g2", "g3", "g4"), cites=None, **fields):
+    """Gates in order in one run, each citing the one before; returns {gate: (record, sha)}."""
+    open_run(store, run_id)
+    out = {}
+    for gate in gates:
+        out[gate] = cites = add_gate(store, run_id, gate, cites=cites, **fields)
+    return out
