@@ -1,5 +1,7 @@
 """Report charts: inline SVG from matplotlib, no script, one series per arm."""
 
+import re
+
 from gates._charts import throughput_by_concurrency, ttft_cdf
 from gates._repetition import Repetition
 
@@ -32,3 +34,56 @@ def test_time_series_downsamples_a_72_hour_series():
     assert len(ts) == 1000 and min(low) == 0 and max(high) == 599
     svg = time_series([("Output throughput", "tok/s", points), ("Empty", "x", [])])
     assert svg.startswith("<svg") and "Output throughput" in svg and "Empty" not in svg
+
+
+def bars():
+    from gates._charts import Bar
+
+    return [Bar(label="Sequential read 1 MiB", direction="read", measured=6.2e9, floor=5e9),
+            Bar(label="Sequential write 1 MiB", direction="write", measured=None, floor=3e9)]
+
+
+def test_bandwidth_chart_marks_floor_ceiling_and_what_was_not_measured():
+    from gates._charts import bandwidth_vs_ceiling
+    from gates._settings import Ceilings
+
+    svg = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9, write_bw=10e9, label="100GbE"))
+    assert svg.startswith("<svg") and "<script" not in svg
+    for text in ("Sequential read 1 MiB", "6.2", "not measured", "minimum (thresholds.toml)",
+                 "read ceiling 12.5 GB/s (100GbE)", "write ceiling 10 GB/s (100GbE)",
+                 "bandwidth (GB/s)"):
+        assert text in svg
+    same = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9, write_bw=12.5e9))
+    assert re.findall(r">[a-z/]* ceiling [^<]*<", same) == [">read/write ceiling 12.5 GB/s<"]
+    bare = bandwidth_vs_ceiling(bars(), Ceilings())
+    assert "no site.toml [ceilings] given" in bare and not re.search(r"ceiling \d", bare)
+
+
+def test_latency_chart_marks_the_p99_limit_on_a_log_axis():
+    from gates._charts import LatencyCurve, latency_percentiles
+
+    curve = LatencyCurve(label="QD1 latency job", samples=20_000,
+                         percentiles={10: 40e3, 50: 50e3, 90: 80e3, 99: 150e3, 99.9: 400e3})
+    svg = latency_percentiles([curve], p99_limit_ns=500e3)
+    for text in ("QD1 latency job (N = 20,000)", "QD1 p99 limit 500 µs", "p99.9", "p50"):
+        assert text in svg
+    assert "p99.99" not in svg  # no tick beyond what any curve reaches
+    assert "QD1 p99 limit 20,000 µs" in latency_percentiles([curve], p99_limit_ns=20e6)
+
+
+def test_sweep_chart_draws_iops_and_p99_by_depth():
+    from gates._charts import SweepPoint, queue_depth_sweep
+
+    points = [SweepPoint(depth=d, iops=20_000.0 * d, p99_ns=100e3 * d) for d in (1, 4, 16)]
+    svg = queue_depth_sweep(points, iops_floor=200_000)
+    for text in ("IOPS minimum at QD16: 200,000", "p99 latency", "queue depth"):
+        assert text in svg
+
+
+def test_charts_are_byte_for_byte_reproducible():
+    from gates._charts import bandwidth_vs_ceiling
+    from gates._settings import Ceilings
+
+    first = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))
+    assert first == bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))
+    assert "<metadata" not in first and "<dc:date" not in first
