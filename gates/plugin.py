@@ -6,6 +6,7 @@ Hooks live here and nowhere else; fixtures live in the repository's ``fixtures/`
 from __future__ import annotations
 
 import contextlib
+import html
 import importlib.util
 import re
 import sqlite3
@@ -16,6 +17,7 @@ import pytest
 
 from ._config import ConfigError
 from ._record import GATE_TITLES, GATES
+from ._report import format_value
 from ._session import GateSession, RunOptions
 from ._verdict import Measurement, Outcome
 
@@ -25,6 +27,7 @@ SESSION_KEY = pytest.StashKey[GateSession | None]()
 RECORDED_KEY = pytest.StashKey[bool]()
 REPO = Path(__file__).resolve().parent.parent
 GATE_EXPR = re.compile(r"\b(gate|g[1-4])\b")
+PROPERTY_PREFIX = "kvgate."  # JUnit properties: kvgate.<measurement>.<field>
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,6 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[SESSION_KEY] = None
+    # pytest-html's hooks exist only when it is loaded; an unknown hook name would be an error.
+    if config.pluginmanager.hasplugin("html"):
+        config.pluginmanager.register(HtmlColumns(), "kvgate-html-columns")
     folder = REPO / "fixtures"
     for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
         if path.name.startswith("_"):
@@ -122,8 +128,59 @@ def record_measurement(item: pytest.Item, measurement: Measurement) -> None:
         raise pytest.UsageError(f"{item.nodeid}: a gate check needs a g1…g4 marker")
     gate_session(item.config).record(gate, measurement)
     item.stash[RECORDED_KEY] = True
-    item.user_properties.append((measurement.name, f"{measurement.outcome.value}: "
-                                 f"{measurement.value} {measurement.unit} vs {measurement.limit}"))
+    item.user_properties.extend(measurement_properties(measurement))
+
+
+def measurement_properties(m: Measurement) -> list[tuple[str, str]]:
+    """A measurement as JUnit properties: kvgate.<name>.value, .unit, .limit, .outcome, …"""
+    fields = {"value": "" if m.value is None else str(m.value), "unit": m.unit,
+              "limit": str(m.limit) if m.limit else "", "outcome": m.outcome.value,
+              "margin": "" if m.margin is None else str(m.margin)}
+    if m.note:
+        fields["note"] = m.note
+    return [(f"{PROPERTY_PREFIX}{m.name}.{key}", value) for key, value in fields.items()]
+
+
+def measurement_rows(properties: list[tuple[str, object]]) -> list[tuple[str, dict[str, str]]]:
+    """The measurements in a report's user_properties, in order, as (name, {field: text})."""
+    rows: list[tuple[str, dict[str, str]]] = []
+    for key, value in properties:
+        if not (isinstance(key, str) and key.startswith(PROPERTY_PREFIX) and "." in
+                key[len(PROPERTY_PREFIX):]):
+            continue
+        name, field = key[len(PROPERTY_PREFIX):].rsplit(".", 1)
+        # A repeated field starts the next measurement, even one of the same name.
+        if not rows or rows[-1][0] != name or field in rows[-1][1]:
+            rows.append((name, {}))
+        rows[-1][1][field] = str(value)
+    return rows
+
+
+def _value_text(name: str, fields: dict[str, str]) -> str:
+    value = fields.get("value", "")
+    return format_value(Measurement(name=name, value=float(value) if value else None,
+                                    unit=fields.get("unit", ""), outcome=Outcome.PASS))
+
+
+class HtmlColumns:
+    """Value, Limit and Outcome columns in pytest-html's table; one line per measurement."""
+
+    COLUMNS = ("Value", "Limit", "Outcome")
+
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells[2:2] = [f'<th class="kvgate-{c.lower()}">{c}</th>' for c in self.COLUMNS]
+
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        rows = measurement_rows(report.user_properties)
+        named = len(rows) > 1  # several measurements: each value line says whose it is
+        lines = {
+            "Value": [(f"{n}: " if named else "") + _value_text(n, f) for n, f in rows],
+            "Limit": [f.get("limit") or "—" for _, f in rows],
+            "Outcome": [f.get("outcome", "") for _, f in rows],
+        }
+        cells[2:2] = [f'<td class="col-kvgate-{c.lower()}">'
+                      + "<br>".join(html.escape(line) for line in lines[c]) + "</td>"
+                      for c in self.COLUMNS]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -144,6 +201,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             and (report.failed or report.skipped)):
         text = str(call.excinfo.value) if call.excinfo else "no measurement recorded"
         record_measurement(item, Measurement.error(item.name, f"check did not measure: {text}"))
+        report.user_properties = list(item.user_properties)  # made before this measurement
     return report
 
 

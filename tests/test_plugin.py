@@ -1,6 +1,7 @@
 """The pytest layer: markers, deselection, measurements into gate records, chaining, BLOCKED."""
 
 import json
+import re
 import shutil
 import textwrap
 
@@ -166,3 +167,95 @@ def test_one_session_blocks_after_a_failing_gate(gate_dir):
     gate_dir.runpytest("-m", "g1 or g2", "test_g1_suite.py", "test_g2_suite.py")
     g1, g2 = records(gate_dir)
     assert g1["verdict"] == "FAIL" and g2["verdict"] == "BLOCKED"
+
+
+TWO = """
+import pytest
+from gates import Limit, Measurement
+
+pytestmark = [pytest.mark.gate, pytest.mark.g1]
+
+
+def test_two(check):
+    check(Measurement.measured("read", 12.0, Limit.at_least(10, "GB/s")),
+          Measurement.measured("write", 3.0, Limit.at_least(4, "GB/s")))
+"""
+
+
+def junit_properties(path):
+    """{testcase name: [(property name, value), …]} from a JUnit XML file."""
+    import xml.etree.ElementTree as ET
+
+    return {case.get("name"): [(p.get("name"), p.get("value"))
+                               for p in case.iter("property")]
+            for case in ET.parse(path).getroot().iter("testcase")}
+
+
+def html_rows(path):
+    """pytest-html 4's table: the header cells and each test's row cells from its JSON blob."""
+    import html
+
+    text = path.read_text()
+    blob = re.search(r'data-jsonblob="([^"]*)"', text).group(1)
+    tests = json.loads(html.unescape(blob))["tests"]
+    return text, {nodeid.split("::")[-1]: runs[0]["resultsTableRow"]
+                  for nodeid, runs in tests.items()}
+
+
+def test_junit_xml_carries_each_measurement_as_properties(gate_dir):
+    write_suite(gate_dir, "g1", crash="raise RuntimeError('endpoint down')")
+    gate_dir.runpytest("-m", "g1", "--junitxml=junit.xml")
+    cases = junit_properties(gate_dir.path / "junit.xml")
+    assert cases["test_figure"] == [
+        ("kvgate.figure.value", "12.0"), ("kvgate.figure.unit", "GB/s"),
+        ("kvgate.figure.limit", "x >= 10 GB/s"), ("kvgate.figure.outcome", "PASS"),
+        ("kvgate.figure.margin", "2.0")]
+    crashed = dict(cases["test_crashes"])
+    assert crashed["kvgate.test_crashes.outcome"] == "ERROR"
+    assert crashed["kvgate.test_crashes.value"] == ""
+    assert "endpoint down" in crashed["kvgate.test_crashes.note"]
+
+
+def test_pytest_html_shows_value_limit_and_outcome_columns(gate_dir):
+    write_suite(gate_dir, "g1", crash="raise RuntimeError('endpoint down')")
+    gate_dir.makepyfile(test_g1_two=TWO)
+    gate_dir.runpytest("-m", "g1", "--html=report.html", "--self-contained-html")
+    text, rows = html_rows(gate_dir.path / "report.html")
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", text)
+    assert headers[headers.index("Test") + 1:][:3] == ["Value", "Limit", "Outcome"]
+    assert rows["test_figure"][2:5] == ['<td class="col-kvgate-value">12 GB/s</td>',
+                                        '<td class="col-kvgate-limit">x &gt;= 10 GB/s</td>',
+                                        '<td class="col-kvgate-outcome">PASS</td>']
+    assert rows["test_two"][2:5] == [
+        '<td class="col-kvgate-value">read: 12 GB/s<br>write: 3 GB/s</td>',
+        '<td class="col-kvgate-limit">x &gt;= 10 GB/s<br>x &gt;= 4 GB/s</td>',
+        '<td class="col-kvgate-outcome">PASS<br>FAIL</td>']
+    assert rows["test_crashes"][2:5] == ['<td class="col-kvgate-value">—</td>',
+                                         '<td class="col-kvgate-limit">—</td>',
+                                         '<td class="col-kvgate-outcome">ERROR</td>']
+
+
+def test_blocked_check_shows_its_outcome_in_both_reports(gate_dir):
+    write_suite(gate_dir, "g2")
+    gate_dir.runpytest("-m", "g2", "--html=report.html", "--junitxml=junit.xml")
+    _, rows = html_rows(gate_dir.path / "report.html")
+    assert rows["test_figure"][4] == '<td class="col-kvgate-outcome">BLOCKED</td>'
+    props = dict(junit_properties(gate_dir.path / "junit.xml")["test_figure"])
+    assert props["kvgate.test_figure.outcome"] == "BLOCKED"
+
+
+def test_without_pytest_html_the_columns_are_not_registered(gate_dir):
+    write_suite(gate_dir, "g1")
+    gate_dir.runpytest("-m", "g1", "-p", "no:html").assert_outcomes(passed=2)
+
+
+def test_measurement_rows_group_repeated_names():
+    from gates._verdict import Limit, Measurement
+    from gates.plugin import measurement_properties, measurement_rows
+
+    limit = Limit.at_most(5, "%")
+    spread = [Measurement.measured("a.b spread", v, limit) for v in (1.0, 9.0)]
+    props = [("other", "x")] + [p for m in spread for p in measurement_properties(m)]
+    rows = measurement_rows(props)
+    assert [(name, f["value"], f["outcome"]) for name, f in rows] == [
+        ("a.b spread", "1.0", "PASS"), ("a.b spread", "9.0", "FAIL")]
