@@ -2,9 +2,16 @@
 
 import hashlib
 import json
+import tarfile
 
+from _chain import SITE, full_chain
+
+from gates._bundle import write_bundle
 from gates._record import GateRecord, UpstreamRef
+from gates._store import Store
+from gates._summary import write_summary
 from gates._verdict import Limit, Measurement, Outcome
+from gates._verify import verify
 from gates.cli import main
 
 
@@ -73,3 +80,87 @@ def test_schema_describes_every_key_of_a_written_record(tmp_path, capsys):
     assert set(body) <= set(schema["properties"])
     assert set(schema["required"]) <= set(body)
     assert schema["$id"].startswith("urn:kvgate:gate-record:")
+
+
+# ---- seals, the summary, unlisted evidence, extracted bundles -------------------------------
+
+def sealed_run(tmp_path):
+    """A real store with a G1→G4 chain in one run, sealed reports and the summary."""
+    out = tmp_path / "reports"
+    with Store(out) as store:
+        full_chain(store, "r1")
+        write_summary(store, SITE, "r1")
+    return out / "r1"
+
+
+def test_a_sealed_run_with_its_summary_verifies(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    assert main(["verify", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "intact: g1.json, g2.json, g3.json, g4.json, g1.html" in out
+    assert "summary.html, summary.json" in out
+
+
+def test_one_altered_report_byte_is_named(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    path = folder / "g3.html"
+    path.write_text(path.read_text().replace("G3 main gate", "G3 main gale"))
+    assert main(["verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "g3.html: the report was altered" in out
+    assert out.count("ALTERED") == 1
+
+
+def test_a_report_without_a_seal_is_named(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    (folder / "g2.html").write_text("<html><body>no seal</body></html>")
+    assert main(["verify", str(folder / "g2.json")]) == 1
+    assert "g2.html: expected one report-sha256 field in the report, found 0" in \
+        capsys.readouterr().out
+
+
+def test_an_edited_summary_is_named(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    body = json.loads((folder / "summary.json").read_text())
+    body["chain"][0]["verdict"] = "FAIL"
+    (folder / "summary.json").write_text(json.dumps(body))
+    html = folder / "summary.html"
+    html.write_text(html.read_text().replace("Recommendation: ACCEPT", "Recommendation: OK"))
+    assert main(["verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "summary.json: the summary was altered" in out
+    assert "summary.html: the report was altered" in out
+
+
+def test_a_summary_citing_another_record_is_named(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    record = json.loads((folder / "g4.json").read_text())
+    record["record_sha256"] = "f" * 64  # g4.json now says another hash than the summary cites
+    (folder / "g4.json").write_text(json.dumps(record))
+    assert main(["verify", str(folder)]) == 1
+    assert "summary.json: the g4 record it stands on (r1) is not the one it cited" in \
+        capsys.readouterr().out
+
+
+def test_an_evidence_file_no_record_lists_is_named(tmp_path, capsys):
+    folder, _ = write_run(tmp_path, "r1", "g1")
+    (folder / "evidence" / "planted.log").write_text("added later")
+    assert main(["verify", str(folder)]) == 1
+    assert "evidence/planted.log: unlisted (in the evidence folder, but no record's manifest" \
+        in capsys.readouterr().out
+
+
+def test_an_extracted_bundle_folder_verifies_like_the_archive(tmp_path):
+    folder = sealed_run(tmp_path)
+    bundle = write_bundle(folder.parent, "r1")
+    with tarfile.open(bundle) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    assert verify(tmp_path / "x") == verify(bundle)
+    assert verify(bundle)[1] == []
+    (tmp_path / "x" / "r1" / "evidence" / "g1-raw.json").write_text("{}")
+    assert verify(tmp_path / "x")[1][0].startswith("r1/evidence/g1-raw.json: altered")
+
+
+def test_a_path_that_does_not_exist_is_named(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "nope")]) == 1
+    assert "nope: no such run folder, gate JSON or bundle" in capsys.readouterr().out
