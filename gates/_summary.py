@@ -193,8 +193,9 @@ def banners(chain: list[ChainLink], profile_description: str) -> list[str]:
     profiles = sorted({link.limits_profile for link in chain if link.limits_profile})
     sim = [link.gate.upper() for link in chain if link.simulated]
     short = [link.gate.upper() for link in chain if link.shortened]
-    why = profile_description or "the absolute limits are not the ordered array's"
-    return ([f"Limits profile {', '.join(profiles)}: {why}. Not a sign-off."]
+    why = profile_description or "the absolute limits are not the ordered array's, so this is " \
+        "not a sign-off"
+    return ([f"Limits profile {', '.join(profiles)}: {why}."]
             if profiles else []) + \
         ([f"Simulated engine — not valid for procurement: {', '.join(sim)} ran kvgate's "
           "reference engine simulator, not a real inference engine."] if sim else []) + \
