@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from ._bundle import MANIFEST, BundleError, parse_manifest, safe_extract
-from ._seal import check_seal
+from ._seal import SEAL_ID, check_seal
 from ._store import sha256_file
 from ._summary import SUMMARY_HASH_KEY, summary_digest
 
@@ -88,13 +89,27 @@ def check_chain(path: Path, root: Path | None = None) -> list[str]:
                   str(up.get("record_sha256")))
 
 
+def _sidecar(path: Path, html: str, root: Path | None) -> list[str]:
+    """A <report>.seal file beside the report must name the seal the report carries."""
+    sidecar = path.with_name(path.name + ".seal")
+    if not sidecar.is_file():
+        return []
+    written = (sidecar.read_text(errors="replace").split() or [""])[0]
+    inside = re.search(rf'id="{SEAL_ID}">([0-9a-f]{{64}})<', html)
+    if inside and inside.group(1) == written:
+        return []
+    return [f"{_name(sidecar, root)}: names seal {written[:16]}…, not the one inside "
+            f"{path.name}"]
+
+
 def check_report_seal(path: Path, root: Path | None = None) -> list[str]:
-    """An HTML report must carry a seal that matches its content."""
+    """An HTML report must carry a seal that matches its content (and its .seal file)."""
     try:
-        problem = check_seal(path.read_text(encoding="utf-8"))
+        html = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        problem = f"unreadable ({exc})"
-    return [f"{_name(path, root)}: {problem}"] if problem else []
+        return [f"{_name(path, root)}: unreadable ({exc})"]
+    problem = check_seal(html)
+    return [f"{_name(path, root)}: {problem}"] if problem else _sidecar(path, html, root)
 
 
 def check_summary(path: Path, root: Path | None = None) -> list[str]:

@@ -164,3 +164,15 @@ def test_an_extracted_bundle_folder_verifies_like_the_archive(tmp_path):
 def test_a_path_that_does_not_exist_is_named(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "nope")]) == 1
     assert "nope: no such run folder, gate JSON or bundle" in capsys.readouterr().out
+
+
+def test_a_seal_file_that_disagrees_with_its_report_is_named(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    html = (folder / "g1.html").read_text()
+    seal_now = html.split('id="report-sha256">')[1][:64]
+    (folder / "g1.html.seal").write_text(f"{seal_now}  g1.html\n")
+    assert main(["verify", str(folder)]) == 0
+    (folder / "g1.html.seal").write_text(f"{'0' * 64}  g1.html\n")
+    assert main(["verify", str(folder)]) == 1
+    assert "g1.html.seal: names seal 0000000000000000…, not the one inside g1.html" in \
+        capsys.readouterr().out
