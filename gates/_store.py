@@ -240,6 +240,12 @@ class Store:
                                (run_id,))
         return [GateRecord.model_validate_json(r["body"]) for r in rows]
 
+    def record(self, run_id: str, gate: str) -> tuple[GateRecord, str] | None:
+        """One gate record of a run with the SHA-256 it was stored (and cited) under."""
+        row = self.db.execute("SELECT body, sha256 FROM gate_records WHERE run_id = ? AND "
+                              "gate = ?", (run_id, gate)).fetchone()
+        return (GateRecord.model_validate_json(row["body"]), row["sha256"]) if row else None
+
     def latest_record(self, gate: str, site: str) -> tuple[GateRecord, str] | None:
         """The newest record of a gate for a site, with its stored SHA-256."""
         row = self.db.execute("SELECT body, sha256 FROM gate_records WHERE gate = ? AND "

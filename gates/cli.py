@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from ._bundle import add_commands as add_bundle_commands
+from ._bundle import bundle_command
 from ._config import ConfigError, load_site, load_thresholds
 from ._inference_cli import add_commands as add_inference_commands
 from ._inference_cli import loadgen, sim_serve
@@ -100,9 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="re-check a run's records, evidence hashes and the chain between gates",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  kvgate verify reports/20261129T170000Z-3f9a1c\n"
-        "  kvgate verify reports/20261129T170000Z-3f9a1c/g3.json\n\n"
+        "  kvgate verify reports/20261129T170000Z-3f9a1c/g3.json\n"
+        "  kvgate verify reports/20261129T170000Z-3f9a1c.bundle.tar.gz\n\n"
         "exit codes: 0 intact, 1 something was altered or is missing")
-    check_run.add_argument("path", type=Path, help="a run folder or one gate JSON")
+    check_run.add_argument("path", type=Path,
+                           help="a run folder, one gate JSON, or a bundle (.tar.gz)")
     commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
                         epilog="example:\n  kvgate schema > gate-record.schema.json",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_argument("--json", action="store_true", help="machine-readable output")
     add_inference_commands(commands)
     add_model_commands(commands)
+    add_bundle_commands(commands)
     return parser
 
 
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             print(json.dumps(record_schema(), indent=2))
             return 0
+        if args.command == "bundle":
+            return bundle_command(args)
         if args.command == "verify":
             return verify_command(args.path, console)
         if args.command == "soak":
