@@ -116,7 +116,7 @@ def _answered(args: argparse.Namespace) -> set[str]:
         return {a.item_id for a in ChecklistStore(store).answers(args.resume)}
 
 
-def plan(args: argparse.Namespace) -> Plan:
+def plan(args: argparse.Namespace, can_prompt: bool) -> Plan:
     """Load and check every input before anything runs; ConfigError or ValueError if unusable."""
     earlier = _earlier(args)
     checklist_path = args.checklist or Path(earlier.checklist if earlier else "checklist.toml")
@@ -131,7 +131,7 @@ def plan(args: argparse.Namespace) -> Plan:
         problems = answer_problems(checklist, given, gates, _answered(args))
         if problems:
             raise ConfigError(args.answers, problems)
-    elif not sys.stdin.isatty():
+    elif not can_prompt:
         raise ValueError("standard input is not a terminal, so nobody can answer the manual "
                          "items: give --answers FILE for a run without prompts")
     run = ChecklistRun(checklist_id=args.resume or new_run_id(), checklist=str(checklist_path),
@@ -241,7 +241,7 @@ def checklist_command(args: argparse.Namespace, asker: Asker | None = None,
     """`kvgate checklist`: exit 0 when every gate passed, else the first failing gate's code."""
     console = console or Console(soft_wrap=True)
     try:
-        ready = plan(args)
+        ready = plan(args, can_prompt=asker is not None or sys.stdin.isatty())
     except (ConfigError, ValueError) as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}",
                                                    highlight=False)
