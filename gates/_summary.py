@@ -99,10 +99,8 @@ class Found:
 def _stored(store: Store, run_id: str, gate: str) -> Found | None:
     # The stored hash, not a recomputed one: records written before a field was added to
     # GateRecord re-serialise differently, but were cited by the hash they had.
-    row = store.db.execute("SELECT sha256 FROM gate_records WHERE run_id = ? AND gate = ?",
-                           (run_id, gate)).fetchone()
-    record = next((r for r in store.records(run_id) if r.gate == gate), None)
-    return Found(record, row["sha256"]) if row and record else None
+    found = store.record(run_id, gate)
+    return Found(*found) if found else None
 
 
 def choose_records(store: Store, site: str, run_id: str) -> dict[str, tuple[Found | None, str]]:
