@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ._arms import Arm
 from ._record import GateRecord
-from ._seal import SEAL_ID, UNSEALED, seal, seal_placeholder
+from ._seal import SEAL_ID, seal, seal_placeholder
 from ._store import write_new
 from ._verdict import Measurement, Outcome
 
@@ -72,12 +73,19 @@ def css_string(text: str) -> Markup:
     return Markup(f'"{escaped}"')
 
 
+def breakable(text: object) -> Markup:
+    """Escaped text that may wrap after . _ / - : long keys and paths break at their parts."""
+    return Markup(re.sub(r"([._/-])", r"\1<wbr>", str(escape(str(text)))))
+
+
 _ENV.filters["value"] = format_value
 _ENV.filters["margin"] = format_margin
 _ENV.filters["css_string"] = css_string
+_ENV.filters["breakable"] = breakable
 
-RECOMPUTE = (f"sed -E 's/(id=\"{SEAL_ID}\">)[0-9a-f]{{64}}/\\1{UNSEALED}/' FILE.html "
-             "| sha256sum")
+# A shell line that zeroes the seal's digits and hashes the rest: the seal, recomputed by hand.
+RECOMPUTE = (f"sed -E \"s/(id=\\\"{SEAL_ID}\\\">)[0-9a-f]{{64}}/\\1$(printf '%064d' 0)/\" "
+             "FILE.html | sha256sum")
 
 # What render_html falls back to when a caller (a test, a tool) gives only the basics.
 _DEFAULTS = {"charts": {}, "simulated_arms": [], "arms": [], "retests": [],

@@ -8,10 +8,12 @@ same reports with Chromium.
 from __future__ import annotations
 
 import hashlib
+import html as htmllib
 import json
 import random
 import re
 import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -469,3 +471,14 @@ def test_css_string_cannot_leave_its_quotes(text):
     assert quoted[0] == quoted[-1] == '"'
     assert not set(inner) & set("\"'<>{};\n\r\\") - {"\\"}
     assert all(part[:1] in "0123456789abcdef" or part == "" for part in inner.split("\\")[1:])
+
+
+@pytest.mark.skipif(not (shutil.which("sed") and shutil.which("sha256sum")),
+                    reason="needs sed and sha256sum")
+def test_the_by_hand_recomputation_printed_in_the_report_works(reports):
+    files = reports["g2"][1]
+    text = files["html"].read_text()
+    command = htmllib.unescape(re.search(r'<pre class="mono cmd">(.*?)</pre>', text).group(1))
+    done = subprocess.run(["bash", "-c", command], cwd=files["html"].parent, capture_output=True,
+                          text=True, timeout=30, check=True)
+    assert done.stdout.split()[0] == Page(text).texts[SEAL_ID]
