@@ -63,8 +63,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register `checklist`."""
     p = commands.add_parser(
         "checklist", help="the on-site engineer's guided run: manual items, then each gate",
-        description="Ask each gate's manual items (pass / fail / n.a. with a note), then run "
-        "its automated suite with live output, G1→G4, stopping at the first gate that does "
+        description="Ask each gate's manual items (pass / fail / n.a. with a note), then run\n"
+        "its automated suite with live output, G1→G4, stopping at the first gate that does\n"
         "not pass. Every answer is stored the moment it is given and goes into the reports.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checklist", type=Path, default=None,

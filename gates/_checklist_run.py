@@ -31,8 +31,8 @@ class Asker(Protocol):
         """The name of the engineer answering."""
         ...
 
-    def answer(self, gate: str, item: ChecklistItem) -> tuple[str, str]:
-        """One item's answer ("pass", "fail" or "n.a.") and note."""
+    def answer(self, gate: str, item: ChecklistItem, position: str = "") -> tuple[str, str]:
+        """One item's answer ("pass", "fail" or "n.a.") and note; position is e.g. "2/5"."""
         ...
 
 
@@ -76,9 +76,10 @@ class PromptAsker:
             if name.strip():
                 return name.strip()
 
-    def answer(self, gate: str, item: ChecklistItem) -> tuple[str, str]:
+    def answer(self, gate: str, item: ChecklistItem, position: str = "") -> tuple[str, str]:
         """Show the question and where to look, then ask the answer and a note."""
-        self.console.print(f"\n[bold]{gate.upper()}[/] {escape(item.question)}", highlight=False)
+        self.console.print(f"\n[bold]{gate.upper()} {position}[/] {escape(item.question)}",
+                           highlight=False)
         if item.hint:
             self.console.print(f"  [dim]where to look: {escape(item.hint)}[/]", highlight=False)
         answer = AnswerPrompt.ask("  pass / fail / n.a.", console=self.console,
@@ -103,7 +104,7 @@ class FileAsker:
         """The answers file's operator."""
         return self.given.operator
 
-    def answer(self, gate: str, item: ChecklistItem) -> tuple[str, str]:
+    def answer(self, gate: str, item: ChecklistItem, position: str = "") -> tuple[str, str]:
         """The file's answer to this item."""
         found = self.given.answers[full_id(gate, item)]
         return found.answer, found.note
@@ -210,11 +211,13 @@ class ChecklistFlow:
         """Every answer of the gate: earlier ones as stored, the open items asked now."""
         cid = self.run.checklist_id
         done = {a.item_id: a for a in self.answers.answers(cid, gate)}
-        items = [i for i in self.checklist.items(gate) if full_id(gate, i) not in done]
+        items = self.checklist.items(gate)
         if done:
             self.console.print(f"{gate.upper()}: {len(done)} item(s) answered earlier, kept")
-        for item in items:
-            answer, note = self.asker.answer(gate, item)
+        for number, item in enumerate(items, 1):
+            if full_id(gate, item) in done:
+                continue
+            answer, note = self.asker.answer(gate, item, f"{number}/{len(items)}")
             found = ChecklistAnswer(gate=gate, item_id=full_id(gate, item), text=item.question,
                                     answer=answer, note=note, operator=self.operator,
                                     answered_at=utc_now())

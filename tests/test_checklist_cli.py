@@ -122,7 +122,7 @@ def test_resume_keeps_earlier_answers_and_never_asks_them_again(tmp_path, site):
     resumed = parse("--resume", checklist_id, "--out", str(tmp_path / "reports"))
     code, out = run(resumed, gates, "\n" + "p\n\n" * 3 + "p\n\n" * 4)
     assert code == 0 and gates.ran == ["g1", "g2"]
-    assert "2 item(s) answered earlier, kept" in out
+    assert "2 item(s) answered earlier, kept" in out and "G1 3/5" in out and "G1 2/5" not in out
     assert "serial numbers match" not in out and "cabling photographed" not in out
     _, after, _ = stored(tmp_path, checklist_id)
     assert after[:2] == before and len(after) == 9
