@@ -158,6 +158,7 @@ def measurement_rows(properties: list[tuple[str, object]]) -> list[tuple[str, di
 
 def _value_text(name: str, fields: dict[str, str]) -> str:
     value = fields.get("value", "")
+    # The report's own number format; format_value reads only the value and the unit.
     return format_value(Measurement(name=name, value=float(value) if value else None,
                                     unit=fields.get("unit", ""), outcome=Outcome.PASS))
 
