@@ -110,6 +110,11 @@ class ColdRecovery(BaseModel):
     attribution: list[StorageAttribution]
     expected_kv_tokens: int
     device_read_bytes: int | None = None
+    # Engines driven by slot files (llama.cpp): the server process's own storage reads in the
+    # probe (/proc/PID/io read_bytes), how the page cache was dropped, bytes each restore read.
+    process_read_bytes: int | None = None
+    page_cache: str = ""
+    probe_read_bytes: dict[str, int] = {}
 
     def storage_read_bytes(self) -> float | None:
         """Storage-read bytes of the probe summed over endpoints, None if not exposed."""

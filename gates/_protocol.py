@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ._arms import Arm, ArmError, ArmProcess, prepare_kv_dir
 from ._attribution import AttributionError, PsutilDiskCounters
+from ._llamacpp import run_slot_cold_recovery
 from ._loadgen import LoadSettings
 from ._phases import PhaseError, run_cold_recovery
 from ._repetition import Repetition, repetition
@@ -52,11 +53,18 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
         with ArmProcess(name, arm, log, run_id=run_id) as process:
             eviction = "reset" if workload.eviction == "restart" else workload.eviction
             settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
-            cold = asyncio.run(run_cold_recovery(
-                workload.plan(output_tokens), process.endpoints(), settings,
-                engine=arm.engine, eviction=eviction, on_record=on_record,
-                disks=PsutilDiskCounters() if watched else None, devices=watched,
-                evict_hook=process.restart if workload.eviction == "restart" else None))
+            restart = process.restart if workload.eviction == "restart" else None
+            disks = PsutilDiskCounters() if watched else None
+            if arm.engine == "llamacpp":  # slot files: save, erase, restore (gates._llamacpp)
+                cold = asyncio.run(run_slot_cold_recovery(
+                    workload.plan(output_tokens), process.endpoints(), settings,
+                    kv_dir=kv.path if kv is not None else None, pid=process.pid,
+                    on_record=on_record, disks=disks, devices=watched, evict_hook=restart))
+            else:
+                cold = asyncio.run(run_cold_recovery(
+                    workload.plan(output_tokens), process.endpoints(), settings,
+                    engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
+                    devices=watched, evict_hook=restart))
     except (ArmError, PhaseError, AttributionError) as exc:
         tail = ""
         if isinstance(exc, PhaseError) and log.exists():

@@ -25,6 +25,9 @@ class Repetition(BaseModel):
     expected_kv_tokens: int = 0
     restore_gbps: float | None = None
     device_read_bytes: int | None = None
+    process_read_bytes: int | None = None  # the engine process's storage reads (/proc/PID/io)
+    page_cache: str = ""  # how the page cache was dropped before the probe, if it was
+    probe_read_bytes: dict[str, int] = {}  # probe request id -> bytes its restore read
     fit: bool = True  # the load generator's self-check
     unfit_reasons: list[str] = []
     outputs: dict[str, list[int]] = {}  # probe request id -> output token ids
@@ -51,6 +54,8 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         storage_read_bytes=cold.storage_read_bytes(),
         gpu_hit_tokens=None if any(g is None for g in gpu) else sum(gpu),
         expected_kv_tokens=cold.expected_kv_tokens, restore_gbps=cold.restore_gbps(),
-        device_read_bytes=cold.device_read_bytes, fit=cold.probe.self_check.fit,
+        device_read_bytes=cold.device_read_bytes, process_read_bytes=cold.process_read_bytes,
+        page_cache=cold.page_cache, probe_read_bytes=cold.probe_read_bytes,
+        fit=cold.probe.self_check.fit,
         unfit_reasons=cold.probe.self_check.reasons,
         outputs={r.request_id: r.output_ids for r in cold.probe.records})

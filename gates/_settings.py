@@ -6,9 +6,18 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ._arms import Arms
+from ._llamacpp_arms import EngineChoice
 from ._steady import ROUNDS
 from ._units import Duration, Percent, Rate, Size
 from ._workloads import Plan, cold_recovery
@@ -285,7 +294,26 @@ class Site(Strict):
     workload: WorkloadSettings = WorkloadSettings()
     sizing: Sizing = Sizing()
     soak: SoakSettings = SoakSettings()
+    engine: EngineChoice = EngineChoice()
     arms: Arms = {}
+
+    @model_validator(mode="after")
+    def _engine_workload_fits(self) -> Site:
+        unknown = sorted(set(self.engine.workload) - set(WorkloadSettings.model_fields))
+        if unknown:
+            raise ValueError(f"engine.workload: unknown key(s) {', '.join(unknown)} (known: "
+                             f"{', '.join(WorkloadSettings.model_fields)})")
+        try:
+            self.engine_workload()  # a bad value fails now, not when the engine is chosen
+        except ValidationError as exc:
+            raise ValueError("engine.workload: " + "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        return self
+
+    def engine_workload(self, overrides: dict | None = None) -> WorkloadSettings:
+        """[workload] with [engine.workload] (or the given overrides) applied."""
+        keys = self.engine.workload if overrides is None else overrides
+        return WorkloadSettings.model_validate(self.workload.model_dump() | keys)
 
     def resolve_paths(self, base: Path) -> None:
         """Make the target directory and the arms' KV directories absolute (site file's folder)."""
