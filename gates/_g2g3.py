@@ -143,13 +143,15 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Meas
         Measurement.measured(hits_name, sum(gpu) / expected * 100, hits_limit,
                              note="a cold probe must not be answered by the GPU cache")
     disk = device_reads(c, cand, fraction_limit)
-    for m in (read, hits, disk):
+    own = [process_reads(c, cand, fraction_limit)] \
+        if all(r.process_read_bytes is not None for r in cand) else []
+    for m in (read, hits, disk, *own):
         if m.outcome is Outcome.FAIL:
             m.note = f"{PROOF_FAILED}: {m.note}"
     gbps = [r.restore_gbps for r in cand if r.restore_gbps]
     if gbps and read.outcome is not Outcome.ERROR:
         read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
-    return [read, hits, disk]
+    return [read, hits, disk, *own]
 
 
 def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
@@ -165,6 +167,19 @@ def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
     return Measurement.measured(name, sum(device) / sum(engine) * 100, limit,
                                 note=f"devices read {sum(device):,} bytes, the engine "
                                 f"{sum(engine):,.0f} (a page-cache hit reads no device)")
+
+
+def process_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The engine process made the storage layer read what its restores say they read."""
+    name = f"Engine process's storage reads vs its KV restores {_at(c)}"
+    engine = sum(r.storage_read_bytes or 0 for r in cand)
+    process = sum(r.process_read_bytes or 0 for r in cand)
+    if not engine:
+        return Measurement.error(name, "the engine reports no bytes restored", limit)
+    return Measurement.measured(name, process / engine * 100, limit,
+                                note=f"the process read {process:,} bytes from storage "
+                                "(/proc/PID/io read_bytes: page-cache hits do not count), its "
+                                f"restores {engine:,.0f}")
 
 
 def recompute_reference(c: int, cand: list[Repetition],

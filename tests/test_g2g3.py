@@ -122,3 +122,23 @@ def test_device_reads_prove_the_disk_was_read():
     assert device_reads(8, read, limit).outcome is Outcome.PASS
     assert device_reads(8, cached, limit).outcome is Outcome.FAIL
     assert device_reads(8, unknown, limit).outcome is Outcome.NOT_APPLICABLE
+
+
+def test_the_engine_process_must_have_read_what_its_restores_say():
+    from gates._g2g3 import process_reads, storage_proof
+    from gates._verdict import Limit
+
+    limit = Limit.at_least(90, "%")
+    read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
+                                                          "process_read_bytes": 990})]
+    cached = [read[0].model_copy(update={"process_read_bytes": 0})]
+    assert process_reads(8, read, limit).outcome is Outcome.PASS
+    m = process_reads(8, cached, limit)
+    assert m.outcome is Outcome.FAIL and "page-cache hits do not count" in m.note
+    none = [read[0].model_copy(update={"storage_read_bytes": 0.0})]
+    assert process_reads(8, none, limit).outcome is Outcome.ERROR
+    names = [x.name for x in storage_proof(8, cached, G3Limits())]
+    assert "Engine process's storage reads vs its KV restores @ concurrency 8" in names
+    fail = next(x for x in storage_proof(8, cached, G3Limits()) if x.name.startswith("Engine"))
+    assert fail.note.startswith(PROOF_FAILED)
+    assert len(storage_proof(8, [rep("candidate", 0, 1, 1)], G3Limits())) == 3  # no process

@@ -1,0 +1,61 @@
+"""`kvgate engine`: the cache directory, what counts as installed, failures that name the step."""
+
+import argparse
+
+import pytest
+from _llamacpp_fakes import fake_install
+
+from gates import _engine_install as ei
+from gates._engine_cli import add_commands, engine_command
+
+
+def cli(*argv):
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    return engine_command(parser.parse_args(["engine", *argv]))
+
+
+def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("KVGATE_CACHE", str(tmp_path / "k"))
+    assert ei.cache_root() == tmp_path / "k"
+    monkeypatch.delenv("KVGATE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert ei.install_dir("1.2") == tmp_path / "x" / "kvgate" / "llamacpp" / "1.2"
+
+
+def test_only_a_complete_install_is_found(tmp_path):
+    assert ei.find_install(root=tmp_path) is None
+    found = fake_install(tmp_path)
+    assert ei.find_install(root=tmp_path) == found
+    (found.directory / ei.MANIFEST).write_text("{not json")
+    assert ei.find_install(root=tmp_path) is None
+
+
+def test_install_reuses_what_is_there(tmp_path):
+    found = fake_install(tmp_path)
+    said = []
+    assert ei.install(root=tmp_path, say=said.append) == found
+    assert said[0].startswith("already installed")
+
+
+def test_a_failing_step_names_the_command_and_the_log(tmp_path):
+    log = tmp_path / "install.log"
+    log.write_text("")
+    with pytest.raises(ei.InstallError, match=r"cmake build failed \(exit 3\).*boom") as info:
+        ei._run("cmake build", ["sh", "-c", "echo boom; exit 3"], log)
+    assert str(log) in str(info.value)
+    with pytest.raises(ei.InstallError, match="cannot run 'no-such-tool-kvgate'"):
+        ei._run("cmake configure", ["no-such-tool-kvgate"], log)
+
+
+def test_status_and_install_exit_codes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KVGATE_CACHE", str(tmp_path))
+    assert cli("status") == 1 and "kvgate engine install llamacpp" in capsys.readouterr().out
+    fake_install(tmp_path)
+    assert cli("status") == 0 and "16,384 KV bytes per token" in capsys.readouterr().out
+    assert cli("install", "llamacpp") == 0 and "already installed" in capsys.readouterr().out
+    assert cli("install", "llamacpp", "--jobs", "0") == 2
+
+
+def test_server_version_of_something_that_will_not_say(tmp_path):
+    assert ei.server_version(tmp_path / "missing") == ""
