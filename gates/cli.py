@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from ._bundle import BundleError, bundle_command, write_bundle
 from ._bundle import add_commands as add_bundle_commands
-from ._bundle import bundle_command
+from ._checklist_cli import add_commands as add_checklist_commands
+from ._checklist_cli import checklist_command
 from ._config import ConfigError, load_site, load_thresholds
 from ._inference_cli import add_commands as add_inference_commands
 from ._inference_cli import loadgen, sim_serve
@@ -37,6 +39,8 @@ EXAMPLES = """examples:
   kvgate run g2 --force                  run G2 although G1 did not pass (reported in red)
   kvgate run g1 -- -k seq_read           pass extra arguments to pytest after --
   kvgate config check                    validate site.toml and thresholds.toml, print them
+  kvgate checklist --operator "A. Engineer"   guided on-site run: manual items, then each gate
+  kvgate bundle RUN_ID && kvgate verify reports/RUN_ID.bundle.tar.gz
 """
 
 
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inference_commands(commands)
     add_model_commands(commands)
     add_bundle_commands(commands)
+    add_checklist_commands(commands)
     return parser
 
 
@@ -197,7 +202,24 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     print_summary(records, args.out, console)
     if not records:
         console.print(f"[red]no gate record was written (pytest exit code {int(code)})[/]")
+    else:
+        print_outputs(args.out, run_id, console)
     return summary_exit_code(records)
+
+
+def print_outputs(out: Path, run_id: str, console: Console) -> None:
+    """Bundle the run and say where every output of it is."""
+    folder = out / run_id
+    lines = [("reports", f"{folder}/ (g1.html … with .json beside each)"),
+             ("procurement summary", str(folder / "summary.html")),
+             ("pytest-html", str(out / "pytest-html" / f"{run_id}.html"))]
+    try:
+        bundle = write_bundle(out, run_id)
+        lines.append(("evidence bundle", f"{bundle} (check: kvgate verify {bundle})"))
+    except (BundleError, ValueError, OSError) as exc:
+        lines.append(("evidence bundle", f"not written: {exc}"))
+    for label, where in lines:
+        console.print(f"{label:>20}: {where}", highlight=False)
 
 
 def record_schema() -> dict:
@@ -228,7 +250,8 @@ def soak_command(args: argparse.Namespace, console: Console) -> int:
     if args.soak_command == "resume":
         args.gate, args.force, args.destructive = "g4", False, False
         args.soak_duration = args.soak_window = ""
-        args.soak_resume, args.confirm_serial = args.run_id, ""
+        # The resumed soak continues under a new run id; the old one names the soak.
+        args.soak_resume, args.confirm_serial, args.run_id = args.run_id, "", ""
         return run_gates(args, console)
     with Store(args.out) as store:
         soaks = SoakStore(store)
@@ -259,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             print(json.dumps(record_schema(), indent=2))
             return 0
+        if args.command == "checklist":
+            return checklist_command(args)
         if args.command == "bundle":
             return bundle_command(args)
         if args.command == "verify":

@@ -19,6 +19,7 @@ from ._config import ConfigError
 from ._record import GATE_TITLES, GATES
 from ._report import format_value
 from ._session import GateSession, RunOptions
+from ._summary import write_summary
 from ._verdict import Measurement, Outcome
 
 MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
@@ -211,9 +212,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if gate_run is None:
         return
     writer = session.config.pluginmanager.get_plugin("terminalreporter")
-    for record, files in gate_run.finish():
+    finished = gate_run.finish()
+    for record, files in finished:
         if writer:
             writer.write_line(f"{record.title}: {record.verdict.value} — {files['html']}")
+    if finished:
+        summary = write_summary(
+            gate_run.store, gate_run.site.site.name, gate_run.run_id,
+            simulated_arms=any(a.engine == "kvgate-sim" for a in gate_run.site.arms.values()),
+            profile_description=gate_run.thresholds.profile_description)
+        if writer:
+            writer.write_line(f"Procurement summary: {summary['html']}")
     gate_run.store.close()
 
 

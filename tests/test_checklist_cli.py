@@ -162,7 +162,7 @@ def test_unknown_resume_id_names_the_store_and_the_newest_runs(tmp_path, site, c
 
 
 def test_no_terminal_and_no_answers_file_is_an_error_not_a_hang(tmp_path, site):
-    done = subprocess.run([sys.executable, "-m", "gates._checklist_cli", "checklist", *site],
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "checklist", *site],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--answers FILE" in done.stderr
     assert not (tmp_path / "reports").exists()
@@ -182,7 +182,7 @@ def test_real_g1_report_carries_the_answers_with_operator_and_time(tmp_path, sit
     site_file = tmp_path / "site.toml"  # the latency job's default 30 s is most of G1's time
     site_file.write_text(site_file.read_text().replace("[fio]\n",
                                                        '[fio]\nlatency_runtime = "3s"\n'))
-    done = subprocess.run([sys.executable, "-m", "gates._checklist_cli", "checklist", *site,
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "checklist", *site,
                            "--answers", str(ANSWERS / "answers-g1.json"), "--gates", "g1"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
     [record_file] = (tmp_path / "reports").glob("*/g1.json")

@@ -103,6 +103,13 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     html = record_file.with_suffix(".html").read_text()
     assert "Verdict: FAIL" in html and html.index("Sequential read 1 MiB bandwidth") < \
         html.index("Sequential write 1 MiB bandwidth")
+    assert html.count("<svg") >= 3 and "fio bandwidth per job against its minimum" in html
+    assert "4 KiB random-read latency percentiles" in html
+    run = record_file.parent
+    assert (run / "summary.html").is_file() and (run / "summary.json").is_file()
+    bundle = tmp_path / "reports" / f"{run.name}.bundle.tar.gz"
+    assert bundle.is_file() and f"kvgate verify {bundle}" in done.stdout.replace("\n", "")
+    assert main(["verify", str(bundle)]) == 0
     assert sorted(p.name for p in (tmp_path / "target").iterdir()) == [
         "kvgate-read.dat", "kvgate-write.dat"]
 
