@@ -164,7 +164,7 @@ class GateSession:
             thresholds_sha256=self.thresholds_file.sha256,
             site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
             tool_versions=self.tool_versions, upstream=upstream,
-            forced=self.options.force and bool(self.deviations.get(gate)),
+            forced=any(d.startswith("FORCED:") for d in self.deviations.get(gate, [])),
             deviations=self.deviations.get(gate, []),
             evidence=self.store.manifest(self.run_id),
             inventory=self.inventory if gate == "g1" else [],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 
 class Outcome(enum.StrEnum):
@@ -156,6 +156,7 @@ class Measurement(BaseModel):
         """A check that does not apply to this site, with the reason."""
         return cls(name=name, outcome=Outcome.NOT_APPLICABLE, note=reason)
 
+    @computed_field  # in the JSON too: a buyer's tools read margins without re-deriving them
     @property
     def margin(self) -> float | None:
         """Distance to the limit in the measurement's unit (positive = inside)."""
