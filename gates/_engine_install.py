@@ -105,7 +105,9 @@ def fetch_source(version: str, work: Path, log: Path) -> Path:
     if not archives:
         raise InstallError(f"pip download left no llama_cpp_python-*.tar.gz in {work} ({log})")
     with tarfile.open(archives[0]) as tar:
-        tar.extractall(work, filter="data")
+        # The "data" filter refuses links and paths out of work (Python >= 3.11.4 has it).
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(work, **safe)
     tree = work / archives[0].name.removesuffix(".tar.gz") / "vendor" / "llama.cpp"
     if not (tree / "CMakeLists.txt").is_file():
         raise InstallError(f"{archives[0].name} has no vendor/llama.cpp/CMakeLists.txt")
