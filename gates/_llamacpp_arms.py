@@ -10,13 +10,16 @@ tier does today. The site's [engine.workload] keys replace [workload] keys for t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from ._arms import Arm
 from ._engine_install import PINNED, LlamaCppInstall, find_install
 from ._units import Duration
+
+if TYPE_CHECKING:  # _settings imports this module for EngineChoice
+    from ._settings import Site
 
 INSTALL_HINT = "kvgate engine install llamacpp"
 CANDIDATE_DIR = "kv-llamacpp-candidate"
@@ -92,3 +95,10 @@ def _describe(arms: dict[str, Arm]) -> str:
     if engines == ["kvgate-sim"]:
         return "kvgate simulator (simulated engine, not valid for procurement)"
     return "the site's [arms]: " + ", ".join(engines)
+
+
+def arms_for_gate(site: Site, gate: str) -> dict[str, Arm]:
+    """The arms a gate measured: G2/G3 the chosen engine's, every other gate the site's own."""
+    if gate not in ("g2", "g3"):
+        return site.arms
+    return choose_engine(site.engine, site.arms, site.target.directory).arms

@@ -58,3 +58,15 @@ def test_server_command_serves_slots_from_the_kv_dir_only_with_a_tier(tmp_path):
     for flag in ("--parallel 3", "--ctx-size 3000", "--metrics", "--cache-ram 0",
                  "--threads 2", "--host 127.0.0.1", "--port {port}"):
         assert flag in joined
+
+
+def test_reports_can_ask_which_arms_a_gate_measured(tmp_path, monkeypatch):
+    from gates._llamacpp_arms import arms_for_gate
+
+    monkeypatch.setenv("KVGATE_CACHE", str(tmp_path))
+    fake_install(tmp_path)
+    site = Site.model_validate({"site": {"name": "s"}, "target": {"directory": str(tmp_path)},
+                                "fio": {"file_size": "1MiB"}, "arms": SIM,
+                                "engine": {"prefer": "llamacpp"}})
+    assert arms_for_gate(site, "g3")["candidate"].engine == "llamacpp"
+    assert arms_for_gate(site, "g4") == site.arms
