@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._config import ConfigError, validate
+from ._config import read_document, validate
 from ._record import GATES, ChecklistAnswer
 
 Answer = Literal["pass", "fail", "n.a."]
@@ -105,24 +102,6 @@ class AnswersFile(BaseModel):
         if not operator.strip():
             raise ValueError("the operator's name must not be blank")
         return operator.strip()
-
-
-def read_document(path: Path) -> tuple[dict[str, Any], str]:
-    """A TOML file (JSON when it ends in .json) as a dict, with its SHA-256."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(path, ["file not found"]) from None
-    except OSError as exc:
-        raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
-    as_json = path.suffix.lower() == ".json"
-    try:
-        data = json.loads(raw) if as_json else tomllib.loads(raw.decode())
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, [f"not valid {'JSON' if as_json else 'TOML'}: {exc}"]) from None
-    if not isinstance(data, dict):
-        raise ConfigError(path, ["the file must hold an object of keys, not a list or value"])
-    return data, hashlib.sha256(raw).hexdigest()
 
 
 def load_checklist(path: Path | str) -> tuple[Checklist, str]:

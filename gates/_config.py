@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -30,17 +31,22 @@ class LoadedFile(BaseModel):
     sha256: str
 
 
-def _read_toml(path: Path) -> tuple[dict[str, Any], str]:
+def read_document(path: Path) -> tuple[dict[str, Any], str]:
+    """A TOML file (JSON when it ends in .json) as a dict, with its SHA-256."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(path, ["file not found"]) from None
     except OSError as exc:
         raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
+    as_json = path.suffix.lower() == ".json"
     try:
-        return tomllib.loads(raw.decode()), hashlib.sha256(raw).hexdigest()
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, [f"not valid TOML: {exc}"]) from None
+        data = json.loads(raw) if as_json else tomllib.loads(raw.decode())
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, [f"not valid {'JSON' if as_json else 'TOML'}: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, ["the file must hold an object of keys, not a list or value"])
+    return data, hashlib.sha256(raw).hexdigest()
 
 
 # Fields of the models that the loader sets; a file that names them is wrong.
@@ -116,7 +122,7 @@ def _merge(base: dict, override: dict) -> dict:
 def load_thresholds(path: Path | str, profile: str = "") -> tuple[Thresholds, LoadedFile]:
     """Read thresholds.toml, apply the named limits profile, and validate every profile."""
     path = Path(path)
-    data, sha = _read_toml(path)
+    data, sha = read_document(path)
     profiles = data.pop("profiles", {})
     if not isinstance(profiles, dict):
         raise ConfigError(path, ["key 'profiles' must be a table of profiles"])
@@ -144,7 +150,7 @@ def load_thresholds(path: Path | str, profile: str = "") -> tuple[Thresholds, Lo
 def load_site(path: Path | str) -> tuple[Site, LoadedFile]:
     """Read site.toml; relative directories are taken relative to the file itself."""
     path = Path(path)
-    data, sha = _read_toml(path)
+    data, sha = read_document(path)
     site = validate(Site, data, path)
     site.resolve_paths(path.parent.resolve())
     return site, LoadedFile(path=str(path), sha256=sha)
