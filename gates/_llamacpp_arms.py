@@ -34,7 +34,10 @@ class EngineChoice(BaseModel):
     version: str = PINNED  # llama-cpp-python release the engine was built from
     slots: PositiveInt = 16  # llama-server --parallel: at least the highest G2 concurrency
     slot_tokens: PositiveInt = 2048  # context per slot (prompt + question + output)
-    threads: PositiveInt | None = None  # llama-server --threads; None = its default
+    # One thread: with a thread per core, a neighbour process stalls llama.cpp's spinning
+    # barriers and the baseline's TTFT moves by 20 % between runs (G2 wants CV <= 5 %); one
+    # thread measured < 1 % on a shared 2-core machine, at half the prefill rate.
+    threads: PositiveInt | None = 1  # llama-server --threads; None = its default (all cores)
     startup_timeout: Duration = Field(default=120.0, gt=0)
     workload: dict[str, Any] = {}  # [workload] keys replaced while the real engine runs
 

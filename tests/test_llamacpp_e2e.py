@@ -55,10 +55,6 @@ def world(tmp_path_factory, repo):
     text = text.replace("concurrency = [8, 16]", "concurrency = [2]")
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
-    # A real engine on a shared 2-core machine: a neighbour's compile job moves the baseline's
-    # TTFT by tens of %, and G3 needs a passing G2. This test checks the chain (restore from
-    # the target, proof, correctness), not run-to-run stability: the simulator e2e does that.
-    text = text.replace('cv_max = "5 %"', 'cv_max = "60 %"')
     (root / "thresholds.toml").write_text(text)
     (root / "site.toml").write_text(site_text(root / "target"))
     passed_g1(root / "out")
