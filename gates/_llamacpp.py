@@ -171,8 +171,13 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
                                  pid: int | None = None, source: MetricsSource | None = None,
                                  disks: DiskCounters | None = None, devices: Sequence[str] = (),
                                  on_record: Callable[[RequestRecord], None] | None = None,
-                                 evict_hook: Callable[[], None] | None = None) -> ColdRecovery:
-    """Warm up, seed and save every context, evict, drop the page cache, probe by restore."""
+                                 evict_hook: Callable[[], None] | None = None,
+                                 erase: bool = True) -> ColdRecovery:
+    """Warm up, seed and save every context, evict, drop the page cache, probe by restore.
+
+    ``evict_hook`` restarts the engine instead of erasing; ``erase=False`` leaves the slots
+    as the seed left them (workload eviction = "none").
+    """
     if len(endpoints) != 1 or endpoints[0].api != "completions":
         raise PhaseError("the llama.cpp slot protocol drives one server on /v1/completions "
                          f"per arm, not {len(endpoints)} ({endpoints[0].api})")
@@ -195,6 +200,8 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         try:
             if kv_dir is None:
                 done = "no KV tier: probes sent with cache_prompt=false, every token recomputed"
+            elif not erase:
+                done = "no eviction (the probe restores over the seeded slots)"
             elif evict_hook is not None:
                 await asyncio.to_thread(evict_hook)
                 done = "restarted the engine (its slot files persist)"

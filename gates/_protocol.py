@@ -59,7 +59,8 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                 cold = asyncio.run(run_slot_cold_recovery(
                     workload.plan(output_tokens), process.endpoints(), settings,
                     kv_dir=kv.path if kv is not None else None, pid=process.pid,
-                    on_record=on_record, disks=disks, devices=watched, evict_hook=restart))
+                    on_record=on_record, disks=disks, devices=watched, evict_hook=restart,
+                    erase=workload.eviction != "none"))
             else:
                 cold = asyncio.run(run_cold_recovery(
                     workload.plan(output_tokens), process.endpoints(), settings,

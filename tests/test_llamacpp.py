@@ -87,7 +87,7 @@ class FakeLlamaServer:
         return response
 
 
-async def serve(kv_dir, tier=True, slots=2, concurrency=2, contexts=3):
+async def serve(kv_dir, tier=True, slots=2, concurrency=2, contexts=3, erase=True):
     fake = FakeLlamaServer(kv_dir, slots)
     runner = web.AppRunner(fake.app())
     await runner.setup()
@@ -99,7 +99,7 @@ async def serve(kv_dir, tier=True, slots=2, concurrency=2, contexts=3):
         cold = await run_slot_cold_recovery(
             plan, [Endpoint(url=f"http://127.0.0.1:{port}")],
             LoadSettings(concurrency=concurrency, stall_timeout=30),
-            kv_dir=kv_dir if tier else None)
+            kv_dir=kv_dir if tier else None, erase=erase)
     finally:
         await runner.cleanup()
     return cold, fake
@@ -129,6 +129,13 @@ def test_without_a_tier_nothing_is_saved_and_every_probe_recomputes(tmp_path):
     assert all(cache_prompt is False for _, _, cache_prompt in fake.calls)
     assert cold.attribution[0].storage_read_tokens == 0 and cold.page_cache == ""
     assert "cache_prompt=false" in cold.eviction and not list(tmp_path.iterdir())
+
+
+def test_eviction_none_leaves_the_slots_but_the_probe_still_restores(tmp_path):
+    cold, fake = asyncio.run(serve(tmp_path, erase=False))
+    actions = [c[0] for c in fake.calls]
+    assert "erase" not in actions and actions.count("restore") == 3
+    assert cold.eviction.startswith("no eviction")
 
 
 def test_fewer_slots_than_the_concurrency_is_refused(tmp_path):
