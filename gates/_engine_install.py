@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ._llamacpp_model import ModelShape, write_tiny_gguf
+from ._llamacpp_model import EXTRA, ModelShape, write_tiny_gguf
 
 PACKAGE = "llama-cpp-python"
 PINNED = "0.3.36"  # the release whose vendored llama.cpp kvgate's slot protocol was tested on
@@ -140,6 +140,18 @@ def server_version(server: Path) -> str:
     return lines[0] if lines else ""
 
 
+def preflight() -> list[str]:
+    """What the build would miss (cmake, a C++ compiler, the gguf package); [] = all there."""
+    missing = [] if shutil.which("cmake") else ["cmake (apt-get install cmake)"]
+    if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+        missing.append("a C++ compiler (apt-get install g++)")
+    try:
+        import gguf  # noqa: F401 - only asking whether it is there
+    except ImportError:
+        missing.append(f"the gguf package: {EXTRA}")
+    return missing
+
+
 def install(version: str = PINNED, jobs: int = 2, root: Path | None = None,
             force: bool = False, say=print) -> LlamaCppInstall:
     """Build llama-server and write the tiny model, unless a usable install is there."""
@@ -147,6 +159,9 @@ def install(version: str = PINNED, jobs: int = 2, root: Path | None = None,
     if found is not None:
         say(f"already installed: {found.describe()} in {found.directory}")
         return found
+    missing = preflight()
+    if missing:  # say so now, not after a ten-minute build
+        raise InstallError("cannot build llama.cpp: missing " + "; ".join(missing))
     home = install_dir(version, root)
     work = home / "work"
     shutil.rmtree(work, ignore_errors=True)

@@ -59,3 +59,16 @@ def test_status_and_install_exit_codes(tmp_path, monkeypatch, capsys):
 
 def test_server_version_of_something_that_will_not_say(tmp_path):
     assert ei.server_version(tmp_path / "missing") == ""
+
+
+def test_install_says_what_is_missing_before_building(tmp_path, monkeypatch):
+    monkeypatch.setattr(ei, "preflight", lambda: ["cmake (apt-get install cmake)"])
+    with pytest.raises(ei.InstallError, match="missing cmake"):
+        ei.install(root=tmp_path, say=lambda _: None)
+    assert not ei.install_dir(root=tmp_path).exists()
+
+
+def test_preflight_names_a_missing_tool(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert any(m.startswith("cmake") for m in ei.preflight())
+    assert any("C++ compiler" in m for m in ei.preflight())
