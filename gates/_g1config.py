@@ -2,18 +2,21 @@
 
 Pure. Each check returns Measurements; categorical checks count what does not conform (limit
 x <= 0) and say in the note, in a site engineer's words, what was found and what was expected.
+The RAID and filesystem checks are declared as specs in the _g1checks_* modules and run by
+`_g1check.judge`.
 """
 
 from __future__ import annotations
 
-from ._inventory import Found, Inventory
-from ._raid import MdArray, data_disks
+from . import _g1checks_fs as fs
+from . import _g1checks_raid as raid
+from ._g1check import judge
+from ._g1check import unavailable as _unavailable
+from ._g1checks_fs import expected_geometry as expected_geometry  # re-exported
+from ._g1checks_raid import UNHEALTHY_STATE as UNHEALTHY_STATE  # re-exported
+from ._inventory import Inventory
 from ._settings import G1Limits, Site
 from ._verdict import Limit, Measurement
-from ._xfs import alignment
-
-UNHEALTHY_STATE = ("degraded", "resyncing", "recovering", "reshaping", "FAILED", "inactive",
-                   "Not Started")
 
 
 def _exact(expected: float, unit: str, key: str) -> Limit:
@@ -24,222 +27,58 @@ def _none(unit: str = "", key: str | None = None) -> Limit:
     return Limit.at_most(0, unit, key=key)
 
 
-def _unavailable(name: str, found: Found, limit: Limit | None = None) -> Measurement | None:
-    """N/A or ERROR for a fact that was skipped or could not be collected; None if it is there."""
-    if found.skipped:
-        return Measurement.not_applicable(name, found.skipped)
-    if found.error or found.value is None:
-        return Measurement.error(name, found.error or "not collected", limit,
-                                 evidence=found.evidence)
-    return None
-
-
 # ---- RAID --------------------------------------------------------------------------------
 
 def raid_level(inv: Inventory, site: Site) -> Measurement:
     """The md array's RAID level against site.toml [topology] raid_level."""
-    name, want = "RAID level", site.topology.raid_level
-    limit = _exact(want, "", "site.topology.raid_level") if want is not None else None
-    if gone := _unavailable(name, inv.raid, limit):
-        return gone
-    array = inv.raid.value
-    if array.level_number is None:
-        return Measurement.error(name, f"mdadm reports level {array.level!r}, not a RAID level",
-                                 limit, evidence=inv.raid.evidence)
-    note = (f"{array.device}: mdadm reports {array.level}; site.toml expects RAID{want}"
-            + ("" if array.level_number == want else
-               " — the array was built with the wrong level"))
-    return Measurement.measured(name, array.level_number, limit, evidence=inv.raid.evidence,
-                                note=note)
+    return judge(raid.LEVEL, inv, site)
 
 
 def raid_members(inv: Inventory, site: Site) -> Measurement:
     """Member slots of the array against site.toml [topology] members."""
-    name, want = "RAID member count", site.topology.members
-    if want is None and not inv.raid.skipped:
-        return Measurement.not_applicable(name, "site.toml [topology] sets no members")
-    limit = _exact(want, "drives", "site.topology.members") if want is not None else None
-    if gone := _unavailable(name, inv.raid, limit):
-        return gone
-    array = inv.raid.value
-    count = array.raid_devices if array.raid_devices is not None else len(array.members)
-    devices = ", ".join(m.device for m in array.members if m.device)
-    return Measurement.measured(name, count, limit, evidence=inv.raid.evidence,
-                                note=f"{array.device} has {count} member slots ({devices}); "
-                                f"ordered {want}")
+    return judge(raid.MEMBERS, inv, site)
 
 
 def raid_state(inv: Inventory, site: Site) -> Measurement:
     """The array is clean: not degraded, resyncing, recovering or failed."""
-    name = "RAID state"
-    limit = _none("problems", "site.topology.raid_level")
-    if gone := _unavailable(name, inv.raid, limit):
-        return gone
-    array = inv.raid.value
-    problems = [w for w in UNHEALTHY_STATE if w.lower() in array.state.lower()]
-    if array.degraded and "degraded" not in problems:
-        problems.append("degraded")
-    note = f"mdadm State: {array.state or 'not reported'}"
-    if problems:
-        note += (f" — the array is {', '.join(problems)}: it is not running as ordered "
-                 "(redundancy and speed are reduced); repair it and re-run G1")
-    return Measurement.measured(name, len(problems), limit, evidence=inv.raid.evidence,
-                                note=note)
-
-
-def _missing(array: MdArray) -> int:
-    # mdadm lists a failed drive twice: its empty slot ("removed") and the device ("faulty").
-    short = (array.raid_devices - array.active
-             if array.raid_devices is not None and array.active is not None else 0)
-    faulty = sum("faulty" in m.state for m in array.members)
-    removed = sum("removed" in m.state or "missing" in m.state for m in array.members)
-    return max(short, array.failed_count or 0, faulty, removed)
+    return judge(raid.STATE, inv, site)
 
 
 def raid_failed_members(inv: Inventory, site: Site) -> Measurement:
     """No member has failed or is missing from its slot."""
-    name = "RAID failed or missing members"
-    limit = _none("drives", "site.topology.members")
-    if gone := _unavailable(name, inv.raid, limit):
-        return gone
-    array = inv.raid.value
-    failed = [m for m in array.failed_members if m.device] or array.failed_members
-    count = _missing(array)
-    named = ", ".join(f"{m.device or f'slot {m.slot}'} ({m.state})" for m in failed)
-    note = "all members active" if not count else (
-        f"{count} member(s) failed or missing" + (f": {named}" if named else "")
-        + f"; {array.device} is degraded — replace the drive before acceptance")
-    return Measurement.measured(name, count, limit, evidence=inv.raid.evidence, note=note)
+    return judge(raid.FAILED_MEMBERS, inv, site)
 
 
 def raid_chunk(inv: Inventory, site: Site) -> Measurement:
     """The array's chunk size against site.toml [topology] chunk."""
-    name, want = "RAID chunk size", site.topology.chunk
-    if want is None and not inv.raid.skipped:
-        return Measurement.not_applicable(name, "site.toml [topology] sets no chunk")
-    limit = _exact(want / 1024, "KiB", "site.topology.chunk") if want is not None else None
-    if gone := _unavailable(name, inv.raid, limit):
-        return gone
-    chunk = inv.raid.value.chunk
-    if chunk is None:
-        return Measurement.error(name, "neither mdadm nor sysfs reported a chunk size", limit,
-                                 evidence=inv.raid.evidence)
-    return Measurement.measured(name, chunk / 1024, limit, evidence=inv.raid.evidence,
-                                note=f"{inv.raid.value.device}: chunk {chunk // 1024} KiB")
+    return judge(raid.CHUNK, inv, site)
 
 
 # ---- filesystem --------------------------------------------------------------------------
 
-def expected_geometry(inv: Inventory, site: Site) -> tuple[int | None, int | None, str]:
-    """The chunk (bytes) and data disks the filesystem must align to, or why they are unknown."""
-    topo = site.topology
-    array = inv.raid.value if inv.raid.ok else None
-    chunk = topo.chunk or (array.chunk if array else None)
-    level = topo.raid_level if topo.raid_level is not None else (
-        array.level_number if array else None)
-    members = topo.members or (array.raid_devices if array else None)
-    disks = topo.data_disks
-    if disks is None and level is not None and members:
-        try:
-            disks = data_disks(level, members)
-        except ValueError:
-            disks = None
-    why = "" if chunk and disks else (
-        "no stripe to align to: site.toml [topology] sets no chunk and raid_level/members "
-        "(or data_disks), and no md array was found")
-    return chunk, disks, why
-
-
 def xfs_stripe_unit(inv: Inventory, site: Site) -> Measurement:
     """XFS stripe unit (sunit × bsize) equals the RAID chunk."""
-    name = "XFS stripe unit = RAID chunk"
-    chunk, disks, why = expected_geometry(inv, site)
-    limit = _exact(chunk / 1024, "KiB", "site.topology.chunk") if chunk else None
-    if gone := _unavailable(name, inv.xfs, limit):
-        return gone
-    if why:
-        return Measurement.not_applicable(name, why)
-    geometry = inv.xfs.value
-    rule = alignment(geometry, chunk, disks)
-    note = (f"sunit {geometry.sunit} × bsize {geometry.block_size} = "
-            f"{geometry.stripe_unit // 1024} KiB; RAID chunk {chunk // 1024} KiB")
-    if not rule.unit_ok:
-        note += f" — misaligned: {rule.explain()}"
-    return Measurement.measured(name, geometry.stripe_unit / 1024, limit,
-                                evidence=inv.xfs.evidence, note=note)
+    return judge(fs.STRIPE_UNIT, inv, site)
 
 
 def xfs_stripe_width(inv: Inventory, site: Site) -> Measurement:
     """XFS swidth / sunit equals the number of data disks (RAID0 all, RAID5 −1, RAID6 −2)."""
-    name = "XFS stripe width = data disks"
-    chunk, disks, why = expected_geometry(inv, site)
-    limit = _exact(disks, "disks", "site.topology.data_disks") if disks else None
-    if gone := _unavailable(name, inv.xfs, limit):
-        return gone
-    if why:
-        return Measurement.not_applicable(name, why)
-    geometry = inv.xfs.value
-    rule = alignment(geometry, chunk, disks)
-    width = geometry.stripe_disks or 0.0
-    note = (f"swidth {geometry.swidth} / sunit {geometry.sunit} = {width:g}; the array has "
-            f"{disks} data disks")
-    if not rule.width_ok:
-        note += f" — misaligned: {rule.explain()}"
-    return Measurement.measured(name, width, limit, evidence=inv.xfs.evidence, note=note)
+    return judge(fs.STRIPE_WIDTH, inv, site)
 
 
 def filesystem_type(inv: Inventory, site: Site) -> Measurement:
     """The target's filesystem type against site.toml [topology] filesystem."""
-    name, want = "Filesystem type", site.topology.filesystem
-    limit = _none("mismatches", "site.topology.filesystem")
-    if not want:
-        found = inv.mount.value.fstype if inv.mount.ok else "unknown"
-        return Measurement.not_applicable(name, "site.toml [topology] filesystem is empty: any "
-                                          f"filesystem is accepted (the target is on {found})")
-    if gone := _unavailable(name, inv.mount, limit):
-        return gone
-    mount = inv.mount.value
-    wrong = int(mount.fstype != want)
-    note = f"{inv.target} is on {mount.fstype} ({mount.source}, mounted at {mount.target})" + (
-        f"; site.toml expects {want}" if wrong else "")
-    return Measurement.measured(name, wrong, limit, evidence=inv.mount.evidence, note=note)
+    return judge(fs.FILESYSTEM, inv, site)
 
 
 def mount_options(inv: Inventory, site: Site) -> Measurement:
     """The target's mount carries every option in site.toml [topology] mount_options."""
-    name, required = "Required mount options", site.topology.mount_options
-    limit = _none("missing", "site.topology.mount_options")
-    if not required:
-        return Measurement.not_applicable(name, "site.toml [topology] mount_options is empty")
-    if gone := _unavailable(name, inv.mount, limit):
-        return gone
-    mount = inv.mount.value
-    missing = [o for o in required if not mount.option(o)]
-    note = f"{mount.target} is mounted {','.join(mount.options)}" + (
-        f"; missing: {', '.join(missing)} (remount with -o {','.join(missing)} and add it "
-        "to /etc/fstab)" if missing else "")
-    return Measurement.measured(name, len(missing), limit, evidence=inv.mount.evidence,
-                                note=note)
+    return judge(fs.MOUNT_OPTIONS, inv, site)
 
 
 def capacity(inv: Inventory, site: Site, limits: G1Limits) -> Measurement:
     """The target block device's size within the tolerance of the ordered capacity."""
-    name, ordered = "Capacity vs ordered", site.topology.capacity
-    if ordered is None:
-        return Measurement.not_applicable(name, "site.toml [topology] sets no ordered capacity")
-    tol = limits.capacity_tolerance / 100
-    scale, unit = (1e12, "TB") if ordered >= 1e12 else (1e9, "GB")
-    limit = Limit(lo=ordered * (1 - tol) / scale, hi=ordered * (1 + tol) / scale, unit=unit,
-                  key="g1.capacity_tolerance")
-    if gone := _unavailable(name, inv.block, limit):
-        return gone
-    if not inv.block.value or inv.block.value[0].size is None:
-        return Measurement.error(name, "lsblk reported no size", limit,
-                                 evidence=inv.block.evidence)
-    device = inv.block.value[0]
-    return Measurement.measured(name, device.size / scale, limit, evidence=inv.block.evidence,
-                                note=f"{device.path}: {device.size:,} bytes; ordered "
-                                f"{ordered / scale:g} {unit} ± {limits.capacity_tolerance:g} %")
+    return judge(fs.CAPACITY, inv, site, limits)
 
 
 # ---- NVMe and NVMe over Fabrics ----------------------------------------------------------
