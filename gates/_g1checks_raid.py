@@ -69,7 +69,7 @@ def _chunk(c: Case) -> Reading | Unmeasured:
 
 
 LEVEL = CheckSpec("RAID level", "raid", _level, exact("", "site.topology.raid_level"),
-                  want=topology("raid_level"))
+                  want=topology("raid_level"), unset="site.toml [topology] sets no raid_level")
 MEMBERS = CheckSpec("RAID member count", "raid", _members,
                     exact("drives", "site.topology.members"), want=topology("members"),
                     unset="site.toml [topology] sets no members")

@@ -305,3 +305,10 @@ def test_g1_report_shows_the_dut_identity():
     assert "Device under test" in html and "X3B0A017T0K8" in html and "KIOXIA" in html
     assert "No inventory was collected" in render_html(
         record.model_copy(update={"inventory": None}), context)
+
+
+def test_a_collected_array_without_an_ordered_raid_level_is_not_applicable():
+    inv = healthy()
+    inv.raid = Found(value=parse_mdadm_detail(tool_text("mdadm_detail_raid5_degraded.txt")))
+    level = g1c.raid_level(inv, site())
+    assert level.outcome is Outcome.NOT_APPLICABLE and "sets no raid_level" in level.note
