@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gates._engine_install import MANIFEST, PINNED, LlamaCppInstall, install_dir
+from gates._engine_install import CMAKE_FLAGS, MANIFEST, PINNED, LlamaCppInstall, install_dir
 
 
 def fake_install(root: Path) -> LlamaCppInstall:
@@ -14,6 +14,7 @@ def fake_install(root: Path) -> LlamaCppInstall:
     server.chmod(0o755)
     (home / "m.gguf").write_bytes(b"GGUF")
     found = LlamaCppInstall(version=PINNED, directory=home, server=server,
-                            model=home / "m.gguf", server_version="version: 1 (abc)")
+                            model=home / "m.gguf", server_version="version: 1 (abc)",
+                            cmake_flags=CMAKE_FLAGS)
     (home / MANIFEST).write_text(found.model_dump_json())
     return found

@@ -9,6 +9,15 @@ from gates import _engine_install as ei
 from gates._engine_cli import add_commands, engine_command
 
 
+@pytest.fixture(autouse=True)
+def never_build(monkeypatch):
+    """A test that reaches the real build would spend ten minutes compiling: fail instead."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a unit test must never download or build llama.cpp")
+    monkeypatch.setattr(ei, "fetch_source", refuse)
+    monkeypatch.setattr(ei, "build_server", refuse)
+
+
 def cli(*argv):
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))
@@ -28,6 +37,13 @@ def test_only_a_complete_install_is_found(tmp_path):
     found = fake_install(tmp_path)
     assert ei.find_install(root=tmp_path) == found
     (found.directory / ei.MANIFEST).write_text("{not json")
+    assert ei.find_install(root=tmp_path) is None
+
+
+def test_an_install_built_by_another_recipe_is_rebuilt(tmp_path):
+    found = fake_install(tmp_path)
+    older = found.model_copy(update={"cmake_flags": ["-DCMAKE_BUILD_TYPE=Debug"]})
+    (found.directory / ei.MANIFEST).write_text(older.model_dump_json())
     assert ei.find_install(root=tmp_path) is None
 
 
