@@ -16,6 +16,8 @@ from ._bundle import add_commands as add_bundle_commands
 from ._checklist_cli import add_commands as add_checklist_commands
 from ._checklist_cli import checklist_command
 from ._config import ConfigError, load_site, load_thresholds
+from ._engine_cli import add_commands as add_engine_commands
+from ._engine_cli import engine_command
 from ._inference_cli import add_commands as add_inference_commands
 from ._inference_cli import loadgen, sim_serve
 from ._inventory import inventory_command
@@ -125,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_commands(commands)
     add_bundle_commands(commands)
     add_checklist_commands(commands)
+    add_engine_commands(commands)
     return parser
 
 
@@ -282,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             print(json.dumps(record_schema(), indent=2))
             return 0
+        if args.command == "engine":
+            return engine_command(args)
         if args.command == "checklist":
             return checklist_command(args)
         if args.command == "bundle":
