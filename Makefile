@@ -5,12 +5,12 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench tools browser clean
+.PHONY: demo test bench tools browser engine clean
 
 $(BIN)/kvgate: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,llamacpp]'
 	touch $@
 
 # fio (the G1 instrument) and xfsprogs (XFS checks, loop-device tests). Installed with
@@ -34,11 +34,29 @@ browser:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "the browser test needs chromium: sudo apt-get install chromium" >&2; fi; }
 
+# A real inference engine for G2/G3: llama.cpp's llama-server built from the llama-cpp-python
+# sdist on PyPI (CPU) plus a tiny random-weight model, into ~/.cache/kvgate/llamacpp/<version>/
+# ($$KVGATE_CACHE moves it): about 3-4 minutes on 2 cores once, instant when cached. The
+# embedded default's G2/G3 measure it whenever it is installed (the simulator otherwise).
+engine: $(BIN)/kvgate
+	@missing=""; \
+	command -v cmake >/dev/null || missing="$$missing cmake"; \
+	command -v g++ >/dev/null || missing="$$missing g++"; \
+	command -v ninja >/dev/null || missing="$$missing ninja-build"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  else echo "building llama.cpp needs:$$missing — install with: sudo apt-get install$$missing" >&2; \
+	    exit 2; fi; \
+	fi
+	$(BIN)/kvgate engine install llamacpp
+
 demo: tools $(BIN)/kvgate
 	$(BIN)/kvgate run all
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
-test: tools browser $(BIN)/kvgate
+# The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
+test: tools browser engine $(BIN)/kvgate
 	@$(BIN)/python -m pytest; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 

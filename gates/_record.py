@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, computed_field
 from ._verdict import Measurement, Outcome, failures_first, gate_verdict
 
 GATES = ("g1", "g2", "g3", "g4")
+SIMULATED_ENGINE = "simulated engine"  # a deviation starting so marks a simulator's record
 GATE_TITLES = {
     "g1": "G1 arrival acceptance",
     "g2": "G2 single-node baseline",

@@ -129,7 +129,7 @@ def earlier_records(db: sqlite3.Connection, record: GateRecord) -> list[dict[str
 def report_context(session: GateSession, record: GateRecord) -> dict:
     """Facts every report shows besides the record: site, profile, arms, retests, rule inputs."""
     th = session.thresholds
-    arms = session.site.arms
+    arms = session.arms(record.gate)
     return {
         "site": session.site.site,
         "profile": th.profile,
@@ -141,8 +141,7 @@ def report_context(session: GateSession, record: GateRecord) -> dict:
         "thresholds_path": session.thresholds_file.path,
         "site_path": session.site_file.path,
         "charts": session.charts,
-        "simulated_arms": sorted(name for name, arm in arms.items()
-                                 if arm.engine == "kvgate-sim"),
+        "simulated_arms": session.simulated_arms(record.gate),
         "arms": [arm_row(name, arm) for name, arm in arms.items()],
         "retests": earlier_records(session.store.db, record),
     }

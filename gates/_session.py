@@ -8,9 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from ._arms import Arm
 from ._checklist_store import ChecklistStore
 from ._config import LoadedFile, load_site, load_thresholds
-from ._record import ChecklistAnswer, DutItem, GateRecord, UpstreamRef, upstream_gate
+from ._llamacpp_arms import arms_for_gate
+from ._record import (
+    SIMULATED_ENGINE,
+    ChecklistAnswer,
+    DutItem,
+    GateRecord,
+    UpstreamRef,
+    upstream_gate,
+)
 from ._report import write_reports
 from ._settings import Site, Thresholds
 from ._store import Store, new_run_id, utc_now
@@ -139,6 +148,14 @@ class GateSession:
         self.store.add_evidence(self.run_id, path)
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
 
+    def arms(self, gate: str) -> dict[str, Arm]:
+        """The arms a gate measures: the installed real engine's for G2/G3, else the site's."""
+        return arms_for_gate(self.site, gate) if gate != "g1" else {}
+
+    def simulated_arms(self, gate: str) -> list[str]:
+        """The names of the gate's arms that run kvgate's engine simulator."""
+        return sorted(n for n, arm in self.arms(gate).items() if arm.engine == "kvgate-sim")
+
     def checklist_answers(self, gate: str) -> list[ChecklistAnswer]:
         """The manual checklist answers given for this gate in the `kvgate checklist` run."""
         if not self.options.checklist_id:
@@ -156,6 +173,10 @@ class GateSession:
         if gate in self.finished:
             return
         upstream = self.upstream.get(gate, (None, ""))[0]
+        simulated = ", ".join(self.simulated_arms(gate))
+        if simulated:  # carried by the record, so a summary of any later run sees it too
+            self.deviate(gate, f"{SIMULATED_ENGINE}: the arms {simulated} run kvgate's reference "
+                         "engine simulator, not a real inference engine")
         record = GateRecord(
             gate=gate, run_id=self.run_id, site=self.site.site.name,
             started=self.started[gate], finished=utc_now(),

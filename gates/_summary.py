@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from . import __version__
 from ._cost import Catalog, CatalogError, load_catalog
-from ._record import GATE_TITLES, GATES, GateRecord, upstream_gate
+from ._record import GATE_TITLES, GATES, SIMULATED_ENGINE, GateRecord, upstream_gate
 from ._seal import seal, seal_placeholder
 from ._soak import SHORTENED
 from ._store import Store, utc_now, write_new
@@ -27,7 +27,7 @@ from ._summary_figures import CostSection, KeyFigure, cost_section, key_figures,
 from ._verdict import Outcome
 
 ACCEPT, NOT_READY = "ACCEPT", "NOT READY FOR SIGN-OFF"
-SIMULATED = "simulated engine"  # a deviation starting with this marks a simulator run
+SIMULATED = SIMULATED_ENGINE
 SUMMARY_HASH_KEY = "summary_sha256"
 ITEMS_TESTED = ("The results apply only to the items tested, in the configuration and at the "
                 "time recorded in each gate report.")
