@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel
 
-from ._loadgen import Endpoint, LoadSettings, PlannedLike, _record, _Stream, payload
+from ._loadgen import Endpoint, LoadSettings, PlannedLike, ResponseStream, payload, request_record
 from ._requests import RequestOutcome, RequestRecord
 from ._sse import SSEProtocolError
 
@@ -100,7 +100,7 @@ def chunk_token_ids(data: str) -> list[int]:
     return tokens
 
 
-class SlotStream(_Stream):
+class SlotStream(ResponseStream):
     """The load generator's accumulator, plus the token ids llama.cpp sends per chunk."""
 
     def _event(self, data: str, elapsed_ns: int) -> None:
@@ -126,8 +126,8 @@ async def send_to_slot(session: aiohttp.ClientSession, endpoint: Endpoint, reque
     stream = SlotStream(t0_ns)
 
     def done(outcome: RequestOutcome, status: int | None = None, error: str = "") -> RequestRecord:
-        return _record(request, endpoint, (t0_ns - origin_ns) / 1e9, queue, stream, outcome,
-                       status, error)
+        return request_record(request, endpoint, (t0_ns - origin_ns) / 1e9, queue, stream,
+                              outcome, status, error)
 
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
                                     sock_read=settings.stall_timeout)

@@ -96,7 +96,7 @@ def _stamp_lag(data: str, arrived_ns: int) -> float | None:
         return None
 
 
-class _Stream:
+class ResponseStream:
     """Accumulates one response's events; times are ns since t0."""
 
     def __init__(self, t0_ns: int = 0) -> None:
@@ -131,9 +131,10 @@ def _first(value: int | None, fallback: int) -> int:
     return fallback if value is None else value
 
 
-def _record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: float,
-            stream: _Stream | None, outcome: RequestOutcome, status: int | None = None,
-            error: str = "") -> RequestRecord:
+def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: float,
+                   stream: ResponseStream | None, outcome: RequestOutcome,
+                   status: int | None = None, error: str = "") -> RequestRecord:
+    """One request's record from its stream: TTFT, token times, usage, outcome."""
     times = [ns / 1e9 for ns in stream.content_ns] if stream else []
     usage = stream.usage if stream else None
     return RequestRecord(
@@ -159,9 +160,9 @@ async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: Plan
     body = json.dumps(payload(endpoint, request, settings)).encode()
     headers["Content-Type"] = "application/json"
     t0_ns = time.perf_counter_ns()
-    stream = _Stream(t0_ns)
+    stream = ResponseStream(t0_ns)
     t0 = (t0_ns - origin_ns) / 1e9
-    done = functools.partial(_record, request, endpoint, t0, queue, stream)
+    done = functools.partial(request_record, request, endpoint, t0, queue, stream)
     try:
         async with session.post(endpoint.post_url(), data=body, headers=headers,
                                 timeout=timeout) as response:
