@@ -120,6 +120,8 @@ class SiteInfo(Strict):
     location: str = ""
     procedure: str = "kvgate acceptance procedure"
     limits_profile: str = ""
+    array: str = ""  # the catalogue array being bought: the summary prices what was measured
+    catalog: Path | None = None  # its price catalogue; default: the one shipped with kvgate
 
 
 class Target(Strict):
@@ -316,8 +318,10 @@ class Site(Strict):
         return WorkloadSettings.model_validate(self.workload.model_dump() | keys)
 
     def resolve_paths(self, base: Path) -> None:
-        """Make the target directory and the arms' KV directories absolute (site file's folder)."""
+        """Make the target, the catalogue and the arms' KV directories absolute (file's folder)."""
         directory = self.target.directory.expanduser()
         self.target.directory = directory if directory.is_absolute() else base / directory
+        if self.site.catalog is not None and not self.site.catalog.expanduser().is_absolute():
+            self.site.catalog = base / self.site.catalog
         for arm in self.arms.values():
             arm.resolve_paths(base)

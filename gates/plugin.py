@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ._config import ConfigError
+from ._model_cli import SHIPPED_CATALOG
 from ._record import GATE_TITLES, GATES
 from ._report import format_value
 from ._session import GateSession, RunOptions
@@ -218,7 +219,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             writer.write_line(f"{record.title}: {record.verdict.value} — {files['html']}")
     if finished:
         # Simulated arms are deviations in the records themselves, so runs cited by this one count.
-        summary = write_summary(gate_run.store, gate_run.site.site.name, gate_run.run_id,
+        info = gate_run.site.site
+        summary = write_summary(gate_run.store, info.name, gate_run.run_id, array=info.array,
+                                catalog=info.catalog or SHIPPED_CATALOG,
                                 profile_description=gate_run.thresholds.profile_description)
         if writer:
             writer.write_line(f"Procurement summary: {summary['html']}")

@@ -259,3 +259,14 @@ def test_measurement_rows_group_repeated_names():
     rows = measurement_rows(props)
     assert [(name, f["value"], f["outcome"]) for name, f in rows] == [
         ("a.b spread", "1.0", "PASS"), ("a.b spread", "9.0", "FAIL")]
+
+
+def test_a_site_naming_its_array_gets_cost_lines_in_the_summary(gate_dir):
+    site = gate_dir.path / "site.toml"
+    site.write_text(site.read_text().replace('name = "plugin test"',
+                                             'name = "plugin test"\narray = "FX100"'))
+    write_suite(gate_dir, "g1")
+    gate_dir.runpytest("-m", "g1", "-p", "no:html")
+    [summary] = (gate_dir.path / "reports").glob("*/summary.json")
+    cost = json.loads(summary.read_text())["cost"]
+    assert cost["configured"] and cost["array"] == "FX100" and cost["figures"]
