@@ -60,7 +60,7 @@ def test_output_throughput_gain(g3, check):
 
 def test_kv_came_from_the_candidate_storage(g3, check):
     check(*pick(g3, "KV tokens read from", "KV tokens served from the GPU cache",
-                "Engine process's storage reads"))
+                "Engine process's storage reads", "KV devices' read bytes"))
 
 
 def test_speedup_over_recompute(g3, check):
