@@ -139,7 +139,7 @@ def link_status(found: Found | None, upstream: Found | None) -> tuple[bool | Non
 
 
 def chain_link(gate: str, found: Found | None, source: str, upstream: Found | None,
-               run_id: str, simulated_arms: bool) -> ChainLink:
+               run_id: str) -> ChainLink:
     """The summary's row for one gate."""
     ok, note = link_status(found, upstream)
     base = ChainLink(gate=gate, title=GATE_TITLES[gate], source=source, link_ok=ok,
@@ -151,8 +151,7 @@ def chain_link(gate: str, found: Found | None, source: str, upstream: Found | No
         run_id=r.run_id, verdict=r.verdict.value, record_sha256=found.sha256,
         report=f"{gate}.html" if r.run_id == run_id else f"../{r.run_id}/{gate}.html",
         limits_profile=r.limits_profile, forced=r.forced,
-        simulated=any(d.lower().startswith(SIMULATED) for d in r.deviations)
-        or (simulated_arms and gate != "g1"),
+        simulated=any(d.lower().startswith(SIMULATED) for d in r.deviations),
         shortened=any(d.startswith(SHORTENED.split(":")[0]) for d in r.deviations)))
 
 
@@ -210,13 +209,13 @@ def _catalog(path: Path | None) -> tuple[Catalog | None, str]:
         return None, str(exc)
 
 
-def build_summary(store: Store, site: str, run_id: str, *, simulated_arms: bool = False,
+def build_summary(store: Store, site: str, run_id: str, *,
                   array: str = "", catalog: Path | None = None,
                   profile_description: str = "") -> Summary:
     """The summary of a site's chain as seen from one run."""
     chosen = choose_records(store, site, run_id)
     chain = [chain_link(g, *chosen[g], chosen[b][0] if (b := upstream_gate(g)) else None,
-                        run_id, simulated_arms) for g in GATES]
+                        run_id) for g in GATES]
     records = {g: f.record if f else None for g, (f, _) in chosen.items()}
     loaded, note = _catalog(catalog)
     cost = cost_section(array, loaded, note, {c.gate: c.key_figures for c in chain},

@@ -2,7 +2,7 @@
 
 import json
 
-from gates._record import GateRecord, UpstreamRef
+from gates._record import SIMULATED_ENGINE, GateRecord, UpstreamRef
 from gates._seal import seal, seal_placeholder
 from gates._store import Store
 from gates._verdict import Limit, Measurement
@@ -41,6 +41,11 @@ def sealed_page(title):
     """A minimal report page carrying a valid seal."""
     return seal(f"<!DOCTYPE html><html><body><h1>{title}</h1><p>{seal_placeholder()}</p>"
                 "</body></html>")[0]
+
+
+# What a session writes into a G2–G4 record whose arms ran the simulator.
+SIMULATED = [f"{SIMULATED_ENGINE}: the arms baseline, candidate run kvgate's reference engine "
+             "simulator, not a real inference engine"]
 
 
 def open_run(store: Store, run_id: str):

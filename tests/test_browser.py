@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None,
 pypdf = pytest.importorskip("pypdf")
 mpimg = pytest.importorskip("matplotlib.image")
 
-from _chain import SITE, add_gate, open_run  # noqa: E402
+from _chain import SIMULATED, SITE, add_gate, open_run  # noqa: E402
 from test_report import VERDICTS, build_reports  # noqa: E402  (after the skip: same builder)
 
 from gates._soak import SHORTENED  # noqa: E402
@@ -171,15 +171,15 @@ def rehearsal_chain(store: Store) -> str:
     open_run(store, earlier)
     g1 = add_gate(store, earlier, "g1", limits_profile="demo",
                   facts={"pre-flight predicted TTFT reduction": "37.0 %"})
-    g2 = add_gate(store, earlier, "g2", cites=g1, limits_profile="demo")
+    g2 = add_gate(store, earlier, "g2", cites=g1, limits_profile="demo", deviations=SIMULATED)
     open_run(store, now)
-    g3 = add_gate(store, now, "g3", cites=g2, limits_profile="demo")
+    g3 = add_gate(store, now, "g3", cites=g2, limits_profile="demo", deviations=SIMULATED)
     soak = [Measurement.measured("Effective soak duration", 120, Limit.at_least(120, "s")),
             Measurement.measured("Soak request errors", 3, Limit.at_most(0, "requests")),
             Measurement.measured("Lowest window throughput", 95, Limit.at_least(90, "%")),
             Measurement.measured("TTFT p50 drift", 2, Limit.at_most(10, "%"))]
     add_gate(store, now, "g4", soak, cites=g3, limits_profile="demo",
-             deviations=[f"{SHORTENED} (ran 120 s of the 259200 s in thresholds.toml)",
+             deviations=[*SIMULATED, f"{SHORTENED} (ran 120 s of the 259200 s in thresholds.toml)",
                          "window 20 s instead of 300 s"])
     return now
 
@@ -190,7 +190,7 @@ def summary(tmp_path_factory):
     root = tmp_path_factory.mktemp("summary")
     with Store(root / "reports") as store:
         run_id = rehearsal_chain(store)
-        html = write_summary(store, SITE, run_id, simulated_arms=True, array="FX100",
+        html = write_summary(store, SITE, run_id, array="FX100",
                              catalog=CATALOG, profile_description="DEMO limits for a local disk")
     body = json.loads((html["json"]).read_text())
     html = html["html"]
