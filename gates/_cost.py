@@ -14,6 +14,8 @@ from ._units import Rate
 
 RANK_KEYS = ("ttft", "workload", "tb", "gbps")
 
+SHIPPED_CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
+
 
 class CatalogError(ValueError):
     """A catalogue file that cannot be read, naming the file and key."""

@@ -21,7 +21,7 @@ from ._bwmodel import (
     predict,
     recompute_time,
 )
-from ._cost import RANK_KEYS, CatalogError, evaluate, load_catalog, rank
+from ._cost import RANK_KEYS, SHIPPED_CATALOG, CatalogError, evaluate, load_catalog, rank
 from ._kvmodel import (
     CATALOGUE,
     LMCACHE_CHUNK_TOKENS,
@@ -35,7 +35,6 @@ from ._kvmodel import (
 )
 from ._units import UnitError, parse_duration, parse_rate
 
-SHIPPED_CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
 EXAMPLES = """examples:
   kvgate model kv --model qwen3-coder-480b --dtype fp8 --tp 8 --context 128k
   kvgate model kv --model path/to/config.json --tp 4 --context 32k --json

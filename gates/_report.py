@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,7 @@ from markupsafe import Markup, escape
 from ._arms import Arm
 from ._record import GateRecord
 from ._seal import SEAL_ID, seal, seal_placeholder
-from ._store import write_new
+from ._store import Store, write_new
 from ._verdict import Measurement, Outcome
 
 if TYPE_CHECKING:
@@ -111,19 +110,11 @@ def arm_row(name: str, arm: Arm) -> dict[str, str]:
             "kv_dir": str(arm.kv_dir) if arm.kv_dir else "none (recompute)"}
 
 
-def earlier_records(db: sqlite3.Connection, record: GateRecord) -> list[dict[str, str]]:
-    """Earlier records of the same gate and site (retests), oldest first, from the store."""
-    rows = db.execute(
-        "SELECT body, sha256 FROM gate_records WHERE gate = ? AND site = ? AND run_id != ? "
-        "AND id < COALESCE((SELECT MIN(id) FROM gate_records WHERE gate = ? AND run_id = ?), "
-        "1 << 62) ORDER BY id",
-        (record.gate, record.site, record.run_id, record.gate, record.run_id))
-    found = []
-    for row in rows:
-        body = json.loads(row["body"])
-        found.append({"run_id": body.get("run_id", "?"), "verdict": body.get("verdict", "?"),
-                      "finished": body.get("finished", ""), "sha256": row["sha256"]})
-    return found
+def retest_rows(store: Store, record: GateRecord) -> list[dict[str, str]]:
+    """Earlier records of the same gate and site (retests), oldest first, as table rows."""
+    return [{"run_id": r.run_id, "verdict": r.verdict.value, "finished": r.finished,
+             "sha256": digest} for r, digest in store.earlier_records(record.gate, record.site,
+                                                                      record.run_id)]
 
 
 def report_context(session: GateSession, record: GateRecord) -> dict:
@@ -143,7 +134,7 @@ def report_context(session: GateSession, record: GateRecord) -> dict:
         "charts": session.charts,
         "simulated_arms": session.simulated_arms(record.gate),
         "arms": [arm_row(name, arm) for name, arm in arms.items()],
-        "retests": earlier_records(session.store.db, record),
+        "retests": retest_rows(session.store, record),
     }
 
 

@@ -246,6 +246,14 @@ class Store:
                               "gate = ?", (run_id, gate)).fetchone()
         return (GateRecord.model_validate_json(row["body"]), row["sha256"]) if row else None
 
+    def earlier_records(self, gate: str, site: str, run_id: str) -> list[tuple[GateRecord, str]]:
+        """Records of a gate and site stored before run_id's own (its retests), oldest first."""
+        rows = self.db.execute(
+            "SELECT body, sha256 FROM gate_records WHERE gate = ? AND site = ? AND run_id != ? "
+            "AND id < COALESCE((SELECT MIN(id) FROM gate_records WHERE gate = ? AND "
+            "run_id = ?), 1 << 62) ORDER BY id", (gate, site, run_id, gate, run_id))
+        return [(GateRecord.model_validate_json(r["body"]), r["sha256"]) for r in rows]
+
     def latest_record(self, gate: str, site: str) -> tuple[GateRecord, str] | None:
         """The newest record of a gate for a site, with its stored SHA-256."""
         row = self.db.execute("SELECT body, sha256 FROM gate_records WHERE gate = ? AND "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ._config import ConfigError
-from ._model_cli import SHIPPED_CATALOG
+from ._cost import SHIPPED_CATALOG
 from ._record import GATE_TITLES, GATES
 from ._report import format_value
 from ._session import GateSession, RunOptions
