@@ -20,6 +20,12 @@ GATE_TITLES = {
 }
 
 
+def json_digest(body: dict, without: tuple[str, ...] = ()) -> str:
+    """SHA-256 of a JSON object with sorted keys (minus the named keys), as kvgate hashes it."""
+    kept = {k: v for k, v in body.items() if k not in without}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, indent=2).encode()).hexdigest()
+
+
 def upstream_gate(gate: str) -> str | None:
     """The gate that must have passed before this one: g2 needs g1, and so on."""
     index = GATES.index(gate)
@@ -112,4 +118,4 @@ class GateRecord(BaseModel):
 
     def sha256(self) -> str:
         """SHA-256 of the canonical JSON."""
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+        return json_digest(json.loads(self.canonical_json()))

@@ -7,7 +7,6 @@ has one, else the one the next gate stands on, else the site's latest.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pydantic import BaseModel
 
 from . import __version__
 from ._cost import Catalog, CatalogError, load_catalog
-from ._record import GATE_TITLES, GATES, SIMULATED_ENGINE, GateRecord, upstream_gate
+from ._record import GATE_TITLES, GATES, SIMULATED_ENGINE, GateRecord, json_digest, upstream_gate
 from ._seal import seal, seal_placeholder
 from ._soak import SHORTENED
 from ._store import Store, utc_now, write_new
@@ -229,8 +228,7 @@ def build_summary(store: Store, site: str, run_id: str, *,
 
 def summary_digest(body: dict) -> str:
     """SHA-256 of summary.json without its own hash field (sorted keys, as written)."""
-    rest = {k: v for k, v in body.items() if k != SUMMARY_HASH_KEY}
-    return hashlib.sha256(json.dumps(rest, sort_keys=True, indent=2).encode()).hexdigest()
+    return json_digest(body, (SUMMARY_HASH_KEY,))
 
 
 def summary_json(summary: Summary) -> str:

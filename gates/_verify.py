@@ -7,7 +7,6 @@ and says what is wrong with it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ._bundle import MANIFEST, BundleError, parse_manifest, safe_extract
+from ._record import json_digest
 from ._seal import SEAL_ID, check_seal
 from ._store import sha256_file
 from ._summary import SUMMARY_HASH_KEY, summary_digest
@@ -26,8 +26,7 @@ ARCHIVES = (".tar.gz", ".tgz", ".tar")
 
 def record_digest(body: dict) -> str:
     """SHA-256 of a gate JSON's record part, exactly as GateRecord.sha256() computed it."""
-    record = {k: v for k, v in body.items() if k not in EXTRA_KEYS}
-    return hashlib.sha256(json.dumps(record, sort_keys=True, indent=2).encode()).hexdigest()
+    return json_digest(body, EXTRA_KEYS)
 
 
 def _name(path: Path, root: Path | None) -> str:
