@@ -20,7 +20,10 @@ pytestmark = pytest.mark.skipif(
     find_install() is None, reason="llama.cpp is not installed: run `kvgate engine install "
     "llamacpp` (or `make engine`) to build it into ~/.cache/kvgate")
 
-C = "@ concurrency 2"
+# Concurrency 1: with two requests sharing llama.cpp's one thread, which of a pair is prefilled
+# first is a race, and a median over four requests flipped between 1.3 s and 1.7 s (CV 17.6 %
+# against g2.cv_max 5 %). One at a time, TTFT is the prefill itself.
+C = "@ concurrency 1"
 
 
 def site_text(target):
@@ -52,7 +55,7 @@ def world(tmp_path_factory, repo):
     """A passing G1 record, a thresholds file for a small run, and the site file."""
     root = tmp_path_factory.mktemp("llamacpp-e2e")
     text = (repo / "thresholds.toml").read_text()
-    text = text.replace("concurrency = [8, 16]", "concurrency = [2]")
+    text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
     (root / "thresholds.toml").write_text(text)
@@ -83,7 +86,7 @@ def test_g2_measures_the_real_engine(g2):
     assert "llama.cpp" in g2["tool_versions"]
     assert ms[f"Baseline request errors {C}"]["outcome"] == "PASS"
     assert ms[f"Baseline TTFT p50 {C}"]["value"] > 0
-    assert any(p.startswith("evidence/g2-arm-baseline-c2-r") for p in g2["evidence"])
+    assert any(p.startswith("evidence/g2-arm-baseline-c1-r") for p in g2["evidence"])
 
 
 @pytest.fixture(scope="module")
