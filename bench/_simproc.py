@@ -1,7 +1,7 @@
 """The simulator in its own process for the benchmarks: gates' build_app plus a receive stamp.
 
 Run by bench/_common.py as a subprocess (never imported by the load generator's process).
-It serves ``gates._sim_server.build_app(profile)`` unchanged, plus one middleware that stamps
+It serves ``gates.sim.server.build_app(profile)`` unchanged, plus one middleware that stamps
 ``perf_counter_ns()`` when a POST to /v1/... reaches the server (before the body is read),
 keyed by BLAKE2b of the request body, and ``GET /bench/recv`` returning those stamps. The
 simulator itself has no receive stamp; this is what lets timing_fidelity.py derive the
@@ -21,7 +21,7 @@ import time
 
 from aiohttp import web
 
-from gates._sim_server import build_app, get_profile
+from gates.sim import build_app, get_profile
 
 RECV = web.AppKey("bench_recv", dict)
 

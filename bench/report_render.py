@@ -19,8 +19,8 @@ from pathlib import Path
 
 from _common import machine, print_table
 
-from gates._charts import time_series
-from gates._store import Store
+from gates.charts import time_series
+from gates.store import Store
 
 SERIES = ["g4.throughput", "g4.ttft_p50", "g4.ttft_p99", "g4.errors",
           "g4.smart.media_errors_delta", "g4.smart.temperature_max_c"]

@@ -18,11 +18,9 @@ from pathlib import Path
 
 from _common import machine, own_cpu_seconds, print_table
 
-from gates._health import FreeSpace, KernelLog, ProcessHealth
-from gates._runner import SubprocessRunner
-from gates._soak import SoakPlan
-from gates._soak_runner import SoakRunner
-from gates._store import Store
+from gates.soak import FreeSpace, KernelLog, ProcessHealth, SoakPlan, SoakRunner
+from gates.storage import SubprocessRunner
+from gates.store import Store
 
 TARGET = 0.02
 

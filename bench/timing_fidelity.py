@@ -10,7 +10,7 @@ process on the other core, two numbers per request:
   bench/_simproc.py). It equals delivery lag + (server receive - client t0): everything the
   client and the loopback add to TTFT.
 
-kvgate (``gates._loadgen.send`` over one aiohttp keep-alive pool, closed loop) runs side by
+kvgate (``gates.inference.loadgen.send`` over one aiohttp keep-alive pool, closed loop) runs side by
 side with a peer: a minimal raw-asyncio-socket HTTP/1.1 client, one keep-alive connection per
 slot, that stamps each chunk when read and parses JSON only for the first content event.
 Ratio = kvgate / peer. Target: first-event lag p99 <= 1 ms at concurrency 64.
@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts, ratio
 
-from gates._loadgen import READ_BUFFER, Endpoint, LoadSettings, payload, send
-from gates._selfcheck import LoopLagMonitor
+from gates.inference import READ_BUFFER, Endpoint, LoadSettings, LoopLagMonitor, payload, send
 
 TARGET_CONCURRENCY, TARGET_P99 = 64, 0.001
 LEVEL_TIMEOUT = 60.0  # seconds per client per concurrency level, hard bound

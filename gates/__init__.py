@@ -1,12 +1,23 @@
-"""kvgate: gate-based acceptance of storage as an LLM KV-cache offload tier."""
+"""kvgate: gate-based acceptance of storage as an LLM KV-cache offload tier.
+
+The package root stays light: `import gates.sim` must load nothing else of kvgate, so the
+public names below are loaded from gates.core on first use (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from ._config import ConfigError, load_site, load_thresholds  # noqa: E402
-from ._record import GATES, GateRecord, UpstreamRef  # noqa: E402
-from ._verdict import Limit, Measurement, Outcome, gate_verdict  # noqa: E402
+_FROM_CORE = ("ConfigError", "GATES", "GateRecord", "Limit", "Measurement", "Outcome",
+              "UpstreamRef", "gate_verdict", "load_site", "load_thresholds")
 
-__all__ = [
-    "GATES", "ConfigError", "GateRecord", "Limit", "Measurement", "Outcome", "UpstreamRef",
-    "__version__", "gate_verdict", "load_site", "load_thresholds",
-]
+__all__ = ["__version__", *_FROM_CORE]
+
+
+def __getattr__(name: str) -> object:
+    """The core's public names, imported when first asked for."""
+    if name in _FROM_CORE:
+        return getattr(importlib.import_module("gates.core"), name)
+    raise AttributeError(f"module 'gates' has no attribute {name!r}")

@@ -11,27 +11,35 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from ._bundle import BundleError, bundle_command, write_bundle
-from ._bundle import add_commands as add_bundle_commands
-from ._checklist_cli import add_commands as add_checklist_commands
-from ._checklist_cli import checklist_command
-from ._config import ConfigError, load_site, load_thresholds
-from ._engine_cli import add_commands as add_engine_commands
-from ._engine_cli import engine_command
-from ._inference_cli import add_commands as add_inference_commands
-from ._inference_cli import loadgen, sim_serve
-from ._inventory import inventory_command
-from ._model_cli import add_commands as add_model_commands
-from ._model_cli import model_command
-from ._record import GATE_TITLES, GATES, GateRecord
-from ._soak_runner import SoakStore
-from ._soak_runner import status as soak_status
-from ._store import DB_NAME, Store, new_run_id
-from ._verdict import EXIT_CODES, Outcome
-from ._verify import verify
+from .checklist import add_checklist_commands, checklist_command
+from .commands import (
+    add_bundle_commands,
+    add_engine_commands,
+    add_inference_commands,
+    add_model_commands,
+    bundle_command,
+    engine_command,
+    inventory_command,
+    loadgen,
+    model_command,
+    sim_serve,
+)
+from .core import (
+    EXIT_CODES,
+    GATE_TITLES,
+    GATES,
+    ConfigError,
+    GateRecord,
+    Outcome,
+    shipped,
+)
+from .options import RunConfig, RunOptions, add_run_options
+from .plugin import PresetRun
+from .report import verify
+from .soak import SoakStore
+from .soak import status as soak_status
+from .store import DB_NAME, BundleError, Store, new_run_id, write_bundle
 
-REPO = Path(__file__).resolve().parent.parent
-SUITES = REPO / "suites"
 EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 blocked"
 
 EXAMPLES = """examples:
@@ -44,13 +52,6 @@ EXAMPLES = """examples:
   kvgate checklist --operator "A. Engineer"   guided on-site run: manual items, then each gate
   kvgate bundle RUN_ID && kvgate verify reports/RUN_ID.bundle.tar.gz
 """
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--site", type=Path, default=Path("site.toml"),
-                        help="site file (default: ./site.toml)")
-    parser.add_argument("--thresholds", type=Path, default=Path("thresholds.toml"),
-                        help="limits file (default: ./thresholds.toml)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,23 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=EXAMPLES + "\n" + EXIT_TEXT)
     run.add_argument("gate", choices=[*GATES, "all"], help="g1 … g4, or all")
-    _common(run)
-    run.add_argument("--out", type=Path, default=Path("reports"),
-                     help="folder for the store, reports and evidence (default: ./reports)")
-    run.add_argument("--force", action="store_true",
-                     help="run even if the upstream gate did not pass; the report says so")
-    run.add_argument("--destructive", action="store_true",
-                     help="allow writing the raw block device named in [target] device")
-    run.add_argument("--confirm-serial", default="",
-                     help="that device's serial, typed back to confirm --destructive")
-    run.add_argument("--soak-duration", default="",
-                     help="shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)")
-    run.add_argument("--soak-window", default="", help="G4 window length, e.g. 1m")
-    run.add_argument("--soak-metrics-port", type=int, default=None,
-                     help="serve the soak's metrics for Prometheus on 127.0.0.1:PORT")
-    run.add_argument("--run-id", default="", help="run id to use (default: a new one)")
-    run.add_argument("--checklist-id", default="", metavar="ID",
-                     help="the `kvgate checklist` run whose manual answers the reports carry")
+    add_run_options(run.add_argument, skip={"soak_resume"})
 
     config = commands.add_parser("config", help="configuration commands")
     config_commands = config.add_subparsers(dest="config_command", required=True)
@@ -90,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="validate site.toml and thresholds.toml and print the resolved values",
         epilog="example:\n  kvgate config check --site examples/my-array.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(check)
+    add_run_options(check.add_argument, only={"site", "thresholds"})
     soak = commands.add_parser("soak", help="G4 soak: status and resume",
                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                epilog="examples:\n  kvgate soak status\n"
@@ -102,8 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = soak_commands.add_parser(
         "resume", help="continue a soak from its last committed window (after a crash)")
     resume.add_argument("run_id")
-    _common(resume)
-    resume.add_argument("--out", type=Path, default=Path("reports"))
+    add_run_options(resume.add_argument, only={"site", "thresholds", "out"})
     check_run = commands.add_parser(
         "verify", help="re-check a run's records, evidence hashes and the chain between gates",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -133,13 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def suites_for(gate: str) -> list[Path]:
     """The suite files of a gate, e.g. suites/test_g1_arrival.py and test_g1_config.py."""
-    return sorted(SUITES.glob(f"test_{gate}_*.py"))
+    return sorted(shipped("suites").glob(f"test_{gate}_*.py"))
 
 
 def config_check(args: argparse.Namespace, console: Console) -> int:
     """Validate both files and print what kvgate will use."""
-    site, site_file = load_site(args.site)
-    thresholds, th_file = load_thresholds(args.thresholds, site.site.limits_profile)
+    config = RunConfig.load(RunOptions.from_namespace(args))
+    say_embedded(config, console)
+    site, site_file, thresholds, th_file = (config.site, config.site_file, config.thresholds,
+                                            config.thresholds_file)
     console.print(f"[green]OK[/] {site_file.path} (SHA-256 {site_file.sha256[:16]}…)")
     console.print(f"[green]OK[/] {th_file.path} revision {thresholds.meta.revision} "
                   f"(SHA-256 {th_file.sha256[:16]}…)"
@@ -147,6 +133,13 @@ def config_check(args: argparse.Namespace, console: Console) -> int:
     console.print_json(json.dumps({"site": site.model_dump(mode="json"),
                                    "thresholds": thresholds.model_dump(mode="json")}))
     return 0
+
+
+def say_embedded(config: RunConfig, console: Console) -> None:
+    """Tell the user when kvgate's own default files stand in for ./site.toml, thresholds."""
+    for path in config.embedded:
+        console.print(f"no {Path(path).name} here: using kvgate's embedded default {path} "
+                      f"(relative paths in the current folder {Path.cwd()})", highlight=False)
 
 
 def summary_exit_code(records: list[GateRecord]) -> int:
@@ -172,8 +165,10 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     """Run the chosen gates through pytest in one session, then report from the store."""
     import pytest
 
-    site, _ = load_site(args.site)  # fail fast, before pytest, with the file and key named
-    load_thresholds(args.thresholds, site.site.limits_profile)
+    options = RunOptions.from_namespace(args)
+    options.run_id = options.run_id or new_run_id()
+    config = RunConfig.load(options)  # validated once, before pytest, and handed to the session
+    say_embedded(config, console)
     wanted = list(GATES) if args.gate == "all" else [args.gate]
     suites = {g: suites_for(g) for g in wanted}
     for gate in [g for g, s in suites.items() if not s]:
@@ -181,32 +176,19 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     runnable = [g for g in wanted if suites[g]]
     if not runnable:
         return EXIT_CODES[Outcome.ERROR]
-    run_id = getattr(args, "run_id", "") or new_run_id()
-    checklist_id = getattr(args, "checklist_id", "")
+    html = options.out / "pytest-html" / f"{options.run_id}.html"
     argv = [*(str(path) for g in runnable for path in suites[g]), "-m", " or ".join(runnable),
-            "--rootdir", str(REPO), "--site", str(args.site), "--thresholds",
-            str(args.thresholds), "--out", str(args.out), "--run-id", run_id, "-q",
-            "--html", str(args.out / "pytest-html" / f"{run_id}.html"), "--self-contained-html",
-            "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            *(["--force"] if args.force else []),
-            *(["--checklist-id", checklist_id] if checklist_id else []),
-            *(["--destructive", "--confirm-serial", args.confirm_serial]
-              if args.destructive else []),
-            *(["--soak-duration", args.soak_duration] if args.soak_duration else []),
-            *(["--soak-window", args.soak_window] if args.soak_window else []),
-            *(["--soak-resume", args.soak_resume] if args.soak_resume else []),
-            *(["--soak-metrics-port", str(args.soak_metrics_port)]
-              if getattr(args, "soak_metrics_port", None) is not None else []),
-            *args.pytest_args]
-    code = pytest.main(argv)
-    store = Store(args.out)
-    records = store.records(run_id)
-    store.close()
-    print_summary(records, args.out, console)
+            "--rootdir", str(shipped("suites").parent), "-p", "no:cacheprovider", "-q",
+            "--html", str(html), "--self-contained-html",
+            "-W", "ignore::pytest.PytestAssertRewriteWarning", *args.pytest_args]
+    code = pytest.main(argv, plugins=[PresetRun(options, config)])
+    with Store(options.out) as store:
+        records = store.records(options.run_id)
+    print_summary(records, options.out, console)
     if not records:
         console.print(f"[red]no gate record was written (pytest exit code {int(code)})[/]")
     else:
-        print_outputs(args.out, run_id, console)
+        print_outputs(options.out, options.run_id, console)
     return summary_exit_code(records)
 
 
@@ -251,11 +233,11 @@ def verify_command(path: Path, console: Console) -> int:
 def soak_command(args: argparse.Namespace, console: Console) -> int:
     """`kvgate soak status` prints a soak's progress; `resume` continues it through G4."""
     if args.soak_command == "resume":
-        args.gate, args.force, args.destructive = "g4", False, False
-        args.soak_duration = args.soak_window = ""
         # The resumed soak continues under a new run id; the old one names the soak.
-        args.soak_resume, args.confirm_serial, args.run_id = args.run_id, "", ""
-        return run_gates(args, console)
+        resumed = argparse.Namespace(gate="g4", site=args.site, thresholds=args.thresholds,
+                                     out=args.out, soak_resume=args.run_id,
+                                     pytest_args=args.pytest_args)
+        return run_gates(resumed, console)
     with Store(args.out) as store:
         soaks = SoakStore(store)
         run_id = args.run_id or soaks.latest()
@@ -277,7 +259,6 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     args = build_parser().parse_args(argv[:split])
     args.pytest_args = argv[split + 1:]
-    args.soak_resume = getattr(args, "soak_resume", "")
     console = Console(soft_wrap=True)
     try:
         if args.command == "config":

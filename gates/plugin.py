@@ -15,46 +15,29 @@ from pathlib import Path
 
 import pytest
 
-from ._config import ConfigError
-from ._cost import SHIPPED_CATALOG
-from ._record import GATE_TITLES, GATES
-from ._report import format_value
-from ._session import GateSession, RunOptions
-from ._summary import write_summary
-from ._verdict import Measurement, Outcome
+from .core import GATE_TITLES, GATES, ConfigError, Measurement, Outcome, shipped
+from .model import SHIPPED_CATALOG
+from .options import RunConfig, RunOptions, add_run_options
+from .report import format_value, write_summary
+from .session import GateSession
 
 MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
            **{g: f"a check of {GATE_TITLES[g]}" for g in GATES}}
 SESSION_KEY = pytest.StashKey[GateSession | None]()
 RECORDED_KEY = pytest.StashKey[bool]()
-REPO = Path(__file__).resolve().parent.parent
 GATE_EXPR = re.compile(r"\b(gate|g[1-4])\b")
 PROPERTY_PREFIX = "kvgate."  # JUnit properties: kvgate.<measurement>.<field>
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("kvgate", "kvgate acceptance gates")
-    group.addoption("--site", default=None, help="site file (default: ./site.toml)")
-    group.addoption("--thresholds", default=None,
-                    help="limits file (default: ./thresholds.toml)")
-    group.addoption("--out", default=None, help="output folder for the store, reports and "
-                    "evidence (default: ./reports)")
-    group.addoption("--run-id", default="", help="run id to use (default: a new one)")
-    group.addoption("--force", action="store_true",
-                    help="run a gate even if its upstream gate did not pass (reported in red)")
-    group.addoption("--destructive", action="store_true",
-                    help="allow fio to write a raw block device named in [target] device")
-    group.addoption("--confirm-serial", default="",
-                    help="the raw device's serial, typed back to confirm --destructive")
-    group.addoption("--soak-duration", default="",
-                    help="shorten G4 for a rehearsal, e.g. 10m (the report says it is no sign-off)")
-    group.addoption("--soak-window", default="", help="G4 window length, e.g. 1m")
-    group.addoption("--soak-metrics-port", type=int, default=None, metavar="PORT",
-                    help="serve the soak's window metrics for Prometheus on 127.0.0.1:PORT")
-    group.addoption("--checklist-id", default="", metavar="ID",
-                    help="the `kvgate checklist` run whose manual answers the reports carry")
-    group.addoption("--soak-resume", default="", metavar="RUN_ID",
-                    help="continue the G4 soak of RUN_ID from its last committed window")
+    add_run_options(parser.getgroup("kvgate", "kvgate acceptance gates").addoption)
+
+
+class PresetRun:
+    """A run whose options and configuration `kvgate run` already resolved (pytest plugin)."""
+
+    def __init__(self, options: RunOptions, config: RunConfig):
+        self.options, self.config = options, config
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # pytest-html's hooks exist only when it is loaded; an unknown hook name would be an error.
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(HtmlColumns(), "kvgate-html-columns")
-    folder = REPO / "fixtures"
+    folder = shipped("fixtures")
     for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
         if path.name.startswith("_"):
             continue
@@ -80,7 +63,7 @@ def gates_selected(config: pytest.Config) -> bool:
     """Whether the user asked for gate checks: -m gate, -m g1 …, or a path inside suites/."""
     if GATE_EXPR.search(config.option.markexpr or ""):
         return True
-    suites = REPO / "suites"
+    suites = shipped("suites")
     return config.args_source is pytest.Config.ArgsSource.ARGS and any(
         Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args)
 
@@ -104,17 +87,11 @@ def gate_session(config: pytest.Config) -> GateSession:
     """The run's GateSession, opened on first use; a bad configuration stops the run."""
     session = config.stash[SESSION_KEY]
     if session is None:
-        opt = config.option
-        options = RunOptions(
-            site=Path(opt.site or "site.toml"), thresholds=Path(opt.thresholds or
-                                                                "thresholds.toml"),
-            out=Path(opt.out or "reports"), run_id=opt.run_id, force=opt.force,
-            destructive=opt.destructive, confirm_serial=opt.confirm_serial,
-            soak_duration=opt.soak_duration, soak_window=opt.soak_window,
-            soak_resume=opt.soak_resume, soak_metrics_port=opt.soak_metrics_port,
-            checklist_id=opt.checklist_id)
+        preset = next((p for p in config.pluginmanager.get_plugins()
+                       if isinstance(p, PresetRun)), None)
+        options = preset.options if preset else RunOptions.from_namespace(config.option)
         try:
-            session = GateSession.open(options)
+            session = GateSession.open(options, preset.config if preset else None)
         except ConfigError as exc:
             pytest.exit(f"configuration error: {exc}", returncode=2)
         except (FileExistsError, ValueError, sqlite3.Error) as exc:

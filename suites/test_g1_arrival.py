@@ -6,7 +6,7 @@ from those measurements at the end of the session, never from pytest's exit stat
 
 import pytest
 
-from gates import _g1
+from gates.storage import g1 as _g1
 
 pytestmark = [pytest.mark.gate, pytest.mark.g1]
 

@@ -7,7 +7,7 @@ records Measurements through `check`. A check that does not apply to the site (s
 
 import pytest
 
-from gates import _g1config as g1c
+from gates.storage import g1config as g1c
 
 pytestmark = [pytest.mark.gate, pytest.mark.g1]
 

@@ -7,9 +7,9 @@ thresholds.toml [g2], R repetitions each, on a freshly started arm with an empti
 
 import pytest
 
-from gates._charts import throughput_by_concurrency, ttft_cdf
-from gates._g2g3 import g2_measurements
-from gates._verdict import Measurement
+from gates.charts import throughput_by_concurrency, ttft_cdf
+from gates.core import G2
+from gates.inference import g2_measurements
 
 pytestmark = [pytest.mark.gate, pytest.mark.g2]
 
@@ -18,35 +18,35 @@ pytestmark = [pytest.mark.gate, pytest.mark.g2]
 def g2(g2_baseline, kvgate):
     """Every G2 measurement, or one ERROR naming the arm, phase and log tail."""
     if g2_baseline.error:
-        return [Measurement.error("Baseline arm protocol", g2_baseline.error)]
+        return [G2["g2.arm_protocol"].error(g2_baseline.error)]
     arms = {"baseline": g2_baseline.reps}
     kvgate.charts["g2"] = [("Baseline TTFT CDF", ttft_cdf(arms)),
                            ("Baseline throughput vs concurrency", throughput_by_concurrency(arms))]
     return g2_measurements(g2_baseline.reps, kvgate.thresholds.g2)
 
 
-def pick(measurements, *prefixes):
-    chosen = [m for m in measurements if m.name.startswith(prefixes) or m.name.endswith(
-        "protocol")]
-    assert chosen, f"no measurement named {prefixes}"
+def pick(measurements, *ids):
+    """The measurements of these ids, and the arm's protocol error if there was one."""
+    chosen = G2.select(measurements, *ids, "g2.arm_protocol")
+    assert chosen, f"no measurement of {ids}"
     return chosen
 
 
 def test_baseline_request_errors(g2, check):
-    check(*pick(g2, "Baseline request errors"))
+    check(*pick(g2, "g2.request_errors"))
 
 
 def test_baseline_ttft(g2, check):
-    check(*pick(g2, "Baseline TTFT p50 @", "Baseline TTFT p99 @"))
+    check(*pick(g2, "g2.ttft_p50", "g2.ttft_p99"))
 
 
 def test_baseline_throughput(g2, check):
-    check(*pick(g2, "Baseline output throughput"))
+    check(*pick(g2, "g2.output_throughput"))
 
 
 def test_baseline_stability(g2, check):
-    check(*pick(g2, "Baseline TTFT p50 run-to-run CV", "Baseline throughput run-to-run CV"))
+    check(*pick(g2, "g2.ttft_p50_cv", "g2.throughput_cv"))
 
 
 def test_load_generator_fit(g2, check):
-    check(*pick(g2, "Load generator fit"))
+    check(*pick(g2, "g2.loadgen_fit"))

@@ -7,9 +7,9 @@ the baseline figures are G2's stored repetitions, checked against G2's evidence 
 
 import pytest
 
-from gates._charts import throughput_by_concurrency, ttft_cdf
-from gates._g2g3 import correctness, g3_measurements
-from gates._verdict import Measurement
+from gates.charts import throughput_by_concurrency, ttft_cdf
+from gates.core import G3
+from gates.inference import correctness, g3_measurements
 
 pytestmark = [pytest.mark.gate, pytest.mark.g3]
 
@@ -19,16 +19,15 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight)
     """Every G3 measurement; BLOCKED or ERROR ones say why."""
     for runs in (g3_reference, g3_candidate):
         if runs.blocked:
-            return [Measurement.blocked("G3 comparison", runs.blocked)]
+            return [G3["g3.comparison"].blocked(runs.blocked)]
         if runs.error:
-            return [Measurement.error("G3 comparison", runs.error)]
+            return [G3["g3.comparison"].error(runs.error)]
     recompute = g3_recompute.reps if not g3_recompute.error else []
     out = g3_measurements(g3_reference.reps, g3_candidate.reps, recompute,
                           kvgate.thresholds.g3, kvgate.thresholds.decision)
     if g3_recompute.error:
-        out.append(Measurement.error("Recompute reference", g3_recompute.error))
-    measured = {int(m.name.rsplit(" ", 1)[1]): m.value for m in out
-                if m.name.startswith("TTFT p50 reduction") and m.value is not None}
+        out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
+    measured = G3.by_level(out, "g3.ttft_p50_reduction")
     arms = {"baseline": g3_reference.reps, "candidate": g3_candidate.reps,
             "recompute": g3_recompute.reps}
     kvgate.charts["g3"] = [("TTFT CDF, baseline (G2) vs candidate", ttft_cdf(arms)),
@@ -39,45 +38,45 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight)
     return out
 
 
-def pick(measurements, *prefixes):
-    chosen = [m for m in measurements if m.name.startswith(prefixes + ("G3 comparison",
-                                                                       "Recompute reference"))]
-    assert chosen, f"no measurement named {prefixes}"
+def pick(measurements, *ids):
+    """The measurements of these ids, and why the comparison could not be made, if so."""
+    chosen = G3.select(measurements, *ids, "g3.comparison", "g3.recompute_reference")
+    assert chosen, f"no measurement of {ids}"
     return chosen
 
 
 def test_candidate_request_errors(g3, check):
-    check(*pick(g3, "Candidate request errors"))
+    check(*pick(g3, "g3.request_errors"))
 
 
 def test_ttft_p50_reduction(g3, check):
-    check(*pick(g3, "TTFT p50 reduction"))
+    check(*pick(g3, "g3.ttft_p50_reduction"))
 
 
 def test_output_throughput_gain(g3, check):
-    check(*pick(g3, "Output-throughput gain"))
+    check(*pick(g3, "g3.throughput_gain"))
 
 
 def test_kv_came_from_the_candidate_storage(g3, check):
-    check(*pick(g3, "KV tokens read from", "KV tokens served from the GPU cache",
-                "Engine process's storage reads", "KV devices' read bytes"))
+    check(*pick(g3, "g3.storage_read_fraction", "g3.gpu_hit_fraction", "g3.process_reads",
+                "g3.device_reads"))
 
 
 def test_speedup_over_recompute(g3, check):
-    check(*pick(g3, "TTFT speed-up vs recompute", "Throughput speed-up vs recompute"))
+    check(*pick(g3, "g3.ttft_speedup_vs_recompute", "g3.throughput_speedup_vs_recompute"))
 
 
 def test_load_generator_fit(g3, check):
-    check(*pick(g3, "Load generator fit"))
+    check(*pick(g3, "g3.loadgen_fit"))
 
 
 def test_outputs_match_recompute(g3_correctness, kvgate, check):
     candidate, recompute = g3_correctness
-    name = "Outputs identical to recompute"
+    declared = G3["g3.correctness"]
     for runs in (candidate, recompute):
         if runs.blocked:
-            return check(Measurement.blocked(name, runs.blocked))
+            return check(declared.blocked(runs.blocked))
         if runs.error:
-            return check(Measurement.error(name, runs.error))
+            return check(declared.error(runs.error))
     check(correctness(candidate.reps[0], recompute.reps[0],
                       kvgate.thresholds.g3.correctness_tokens))

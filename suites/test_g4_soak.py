@@ -4,7 +4,7 @@ without errors, drift or data loss? One committed window at a time; resumable af
 
 import pytest
 
-from gates._verdict import Measurement
+from gates.core import G4
 
 pytestmark = [pytest.mark.gate, pytest.mark.g4]
 
@@ -13,45 +13,46 @@ pytestmark = [pytest.mark.gate, pytest.mark.g4]
 def g4(g4_soak):
     """Every G4 rule's measurement; BLOCKED or ERROR ones say why."""
     if g4_soak.blocked:
-        return [Measurement.blocked("G4 soak", g4_soak.blocked)]
+        return [G4["g4.soak"].blocked(g4_soak.blocked)]
     if g4_soak.error:
-        return [Measurement.error("G4 soak", g4_soak.error)]
+        return [G4["g4.soak"].error(g4_soak.error)]
     return g4_soak.measurements
 
 
-def pick(measurements, *names):
-    chosen = [m for m in measurements if m.name in names + ("G4 soak",)]
-    assert chosen, f"no measurement named {names}"
+def pick(measurements, *ids):
+    """The measurements of these ids, and why the soak could not run, if so."""
+    chosen = G4.select(measurements, *ids, "g4.soak")
+    assert chosen, f"no measurement of {ids}"
     return chosen
 
 
 def test_soak_duration(g4, check):
-    check(*pick(g4, "Effective soak duration", "Total gap time"))
+    check(*pick(g4, "g4.effective_duration", "g4.gap_time"))
 
 
 def test_no_request_errors(g4, check):
-    check(*pick(g4, "Soak request errors"))
+    check(*pick(g4, "g4.request_errors"))
 
 
 def test_no_data_corruption(g4, check):
-    check(*pick(g4, "fio verify errors"))
+    check(*pick(g4, "g4.verify_errors"))
 
 
 def test_drive_health(g4, check):
-    check(*pick(g4, "New NVMe media errors", "NVMe critical warnings raised"))
+    check(*pick(g4, "g4.media_errors", "g4.critical_warnings"))
 
 
 def test_no_kernel_storage_errors(g4, check):
-    check(*pick(g4, "Kernel storage errors", "NVMe-oF paths live"))
+    check(*pick(g4, "g4.kernel_errors", "g4.paths_live"))
 
 
 def test_throughput_floor(g4, check):
-    check(*pick(g4, "Lowest window throughput"))
+    check(*pick(g4, "g4.throughput_floor"))
 
 
 def test_no_ttft_drift(g4, check):
-    check(*pick(g4, "TTFT p50 drift"))
+    check(*pick(g4, "g4.ttft_drift"))
 
 
 def test_windows_stable(g4, check):
-    check(*pick(g4, "Window throughput spread (SNIA)", "Window throughput slope (SNIA)"))
+    check(*pick(g4, "g4.window_spread", "g4.window_slope"))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gates._engine_install import CMAKE_FLAGS, MANIFEST, PINNED, LlamaCppInstall, install_dir
+from gates.engines.llamacpp import CMAKE_FLAGS, MANIFEST, PINNED, LlamaCppInstall, install_dir
 
 
 def fake_install(root: Path) -> LlamaCppInstall:

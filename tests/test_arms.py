@@ -14,23 +14,11 @@ import psutil
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from gates._arms import (
-    MARKER,
-    Arm,
-    ArmError,
-    ArmProcess,
-    Arms,
-    free_port,
-    http_status,
-    port_taken,
-    prepare_kv_dir,
-    render,
-    validate_arms,
-)
-from gates._config import ConfigError, validate
+from gates.core import Arm, ArmError, Arms, ConfigError, render, validate, validate_arms
+from gates.inference import MARKER, ArmProcess, free_port, http_status, port_taken, prepare_kv_dir
 
-SIM = ["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny", "--kv-dir",
-       "{kv_dir}", "--port", "{port}"]
+SIM = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--kv-dir", "{kv_dir}", "--port",
+       "{port}"]
 # A plain HTTP server: GET / answers 200 (a directory listing), ready in a fraction of a second.
 HTTP = ["{python}", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]
 
@@ -38,7 +26,7 @@ HTTP = ["{python}", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]
 DEFAULT_ARMS = """
 [arms.baseline]
 kind = "launch"
-command = ["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny",
+command = ["{python}", "-m", "gates.sim", "--profile", "tiny",
            "--kv-dir", "{kv_dir}", "--port", "{port}"]
 kv_dir = ".kvgate-target/kv-baseline"
 engine = "kvgate-sim"
@@ -48,7 +36,7 @@ stop_timeout = "10s"
 
 [arms.candidate]
 kind = "launch"
-command = ["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny",
+command = ["{python}", "-m", "gates.sim", "--profile", "tiny",
            "--kv-dir", "{kv_dir}", "--port", "{port}"]
 kv_dir = ".kvgate-target/kv-candidate"
 engine = "kvgate-sim"
@@ -58,7 +46,7 @@ stop_timeout = "10s"
 
 [arms.recompute]
 kind = "launch"
-command = ["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny", "--port", "{port}"]
+command = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"]
 engine = "kvgate-sim"
 model = "kvgate-sim-tiny"
 startup_timeout = "60s"
@@ -244,7 +232,7 @@ def test_unknown_key_names_the_dotted_path():
 def test_unknown_placeholder_names_the_arm_and_the_placeholder():
     message = config_error({"candidate": {"kind": "launch", "command": [*SIM[:-1], "{prot}"],
                                           "kv_dir": "/kv"}})
-    assert "key 'arms.candidate': command[10]: unknown placeholder {prot}" in message
+    assert "key 'arms.candidate': command[8]: unknown placeholder {prot}" in message
     message = config_error({"baseline": {"kind": "launch", "command": HTTP,
                                          "env": {"X": "{kv_dir"}}})
     assert "key 'arms.baseline': env.X:" in message and "brace" in message

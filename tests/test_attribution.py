@@ -1,5 +1,5 @@
-"""gates._attribution: storage attribution by engine on before/after /metrics pairs, and the
-devices' own read bytes (tests/data/metrics/README.md says where each metric name comes from)."""
+"""gates.inference.attribution: storage attribution by engine on before/after /metrics pairs,
+and the devices' own read bytes (tests/data/metrics/README.md: where each name comes from)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gates._attribution import (
+from gates.inference import (
     ADAPTERS,
     QUANTITIES,
     SIM_METRICS,
@@ -15,13 +15,14 @@ from gates._attribution import (
     AttributionError,
     DiskIO,
     FakeDiskCounters,
+    MetricSet,
     PsutilDiskCounters,
     attribute,
     detect_engine,
     device_read_bytes,
+    parse_metrics,
     restore_gbps,
 )
-from gates._promtext import MetricSet, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "metrics"
 # Every pair records the probe phase of one cold-recovery run: 8 contexts of 8192 tokens,

@@ -6,7 +6,7 @@ import pytest
 from _tooldata import json_texts, tool_text
 from hypothesis import given
 
-from gates._blockdev import ParseError, mount_for, parse_findmnt, parse_lsblk
+from gates.storage import ParseError, mount_for, parse_findmnt, parse_lsblk
 
 
 def test_findmnt_target_on_a_real_xfs_mount():

@@ -11,23 +11,14 @@ from _chain import SITE, add_gate, full_chain, open_run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._bundle import (
-    MANIFEST,
-    BundleError,
-    add_commands,
-    bundle_command,
-    manifest_text,
-    parse_manifest,
-    write_bundle,
-)
-from gates._store import Store
-from gates._summary import write_summary
-from gates._verify import verify
+from gates.commands import add_bundle_commands, bundle_command
+from gates.report import verify, write_summary
+from gates.store import MANIFEST, BundleError, Store, manifest_text, parse_manifest, write_bundle
 
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog="kvgate")
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    add_bundle_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
 
 

@@ -1,4 +1,5 @@
-"""gates._bwmodel: restore time, break-even, predicted TTFT and gain, calibration, pre-flight."""
+"""gates.model.bandwidth: restore time, break-even, predicted TTFT and gain, calibration,
+pre-flight."""
 
 import math
 import random
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._bwmodel import (
+from gates.model import (
     SEED_BASELINE_BPS,
     SEED_POINTS,
     ModelInputError,

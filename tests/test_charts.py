@@ -2,8 +2,8 @@
 
 import re
 
-from gates._charts import throughput_by_concurrency, ttft_cdf
-from gates._repetition import Repetition
+from gates.charts import throughput_by_concurrency, ttft_cdf
+from gates.inference import Repetition
 
 
 def reps(arm, scale):
@@ -27,7 +27,7 @@ def test_throughput_chart_names_the_arms():
 
 
 def test_time_series_downsamples_a_72_hour_series():
-    from gates._charts import envelope, time_series
+    from gates.charts import envelope, time_series
 
     points = [(float(t), float(t % 600)) for t in range(259_200)]
     ts, mean, low, high = envelope(points, buckets=1000)
@@ -37,15 +37,15 @@ def test_time_series_downsamples_a_72_hour_series():
 
 
 def bars():
-    from gates._charts import Bar
+    from gates.charts import Bar
 
     return [Bar(label="Sequential read 1 MiB", direction="read", measured=6.2e9, floor=5e9),
             Bar(label="Sequential write 1 MiB", direction="write", measured=None, floor=3e9)]
 
 
 def test_bandwidth_chart_marks_floor_ceiling_and_what_was_not_measured():
-    from gates._charts import bandwidth_vs_ceiling
-    from gates._settings import Ceilings
+    from gates.charts import bandwidth_vs_ceiling
+    from gates.core import Ceilings
 
     svg = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9, write_bw=10e9, label="100GbE"))
     assert svg.startswith("<svg") and "<script" not in svg
@@ -60,7 +60,7 @@ def test_bandwidth_chart_marks_floor_ceiling_and_what_was_not_measured():
 
 
 def test_latency_chart_marks_the_p99_limit_on_a_log_axis():
-    from gates._charts import LatencyCurve, latency_percentiles
+    from gates.charts import LatencyCurve, latency_percentiles
 
     curve = LatencyCurve(label="QD1 latency job", samples=20_000,
                          percentiles={10: 40e3, 50: 50e3, 90: 80e3, 99: 150e3, 99.9: 400e3})
@@ -72,7 +72,7 @@ def test_latency_chart_marks_the_p99_limit_on_a_log_axis():
 
 
 def test_sweep_chart_draws_iops_and_p99_by_depth():
-    from gates._charts import SweepPoint, queue_depth_sweep
+    from gates.charts import SweepPoint, queue_depth_sweep
 
     points = [SweepPoint(depth=d, iops=20_000.0 * d, p99_ns=100e3 * d) for d in (1, 4, 16)]
     svg = queue_depth_sweep(points, iops_floor=200_000)
@@ -81,8 +81,8 @@ def test_sweep_chart_draws_iops_and_p99_by_depth():
 
 
 def test_charts_are_byte_for_byte_reproducible():
-    from gates._charts import bandwidth_vs_ceiling
-    from gates._settings import Ceilings
+    from gates.charts import bandwidth_vs_ceiling
+    from gates.core import Ceilings
 
     first = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))
     assert first == bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))

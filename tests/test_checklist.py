@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._checklist import (
+from gates.checklist import (
     AnswersFile,
     answer_problems,
     load_answers,
@@ -15,8 +15,7 @@ from gates._checklist import (
     parse_gates,
     tally,
 )
-from gates._config import ConfigError
-from gates._record import GATES, ChecklistAnswer
+from gates.core import GATES, ChecklistAnswer, ConfigError
 
 ANSWERS = Path(__file__).parent / "data" / "checklist"
 ITEM = '[meta]\nrevision = "1"\n\n[[g1]]\nid = "serials-match-po"\nquestion = "Serials?"\n'

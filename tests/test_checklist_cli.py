@@ -11,18 +11,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gates._checklist_cli import add_commands, checklist_command
-from gates._checklist_run import PromptAsker
-from gates._checklist_store import ChecklistStore, GateAttempt
-from gates._store import Store
-from gates._verdict import Outcome
+from gates.checklist import (
+    ChecklistStore,
+    GateAttempt,
+    PromptAsker,
+    add_checklist_commands,
+    checklist_command,
+)
+from gates.core import Outcome
+from gates.store import Store
 
 ANSWERS = Path(__file__).parent / "data" / "checklist"
 
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kvgate")
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    add_checklist_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["checklist", *argv])
     args.pytest_args = []
     return args

@@ -6,17 +6,20 @@ import sys
 import pytest
 from rich.console import Console
 
-from gates._checklist import ChecklistItem, load_checklist
-from gates._checklist_run import (
+from gates.checklist import (
     ChecklistFlow,
+    ChecklistItem,
+    ChecklistRun,
+    ChecklistStore,
+    GateAttempt,
     GateRequest,
     PromptAsker,
     attempt_from_store,
     gate_argv,
+    load_checklist,
 )
-from gates._checklist_store import ChecklistRun, ChecklistStore, GateAttempt
-from gates._store import Store
-from gates._verdict import Measurement, Outcome
+from gates.core import Measurement, Outcome
+from gates.store import Store
 
 ITEM = ChecklistItem(id="serials-match-po", question="Serials [as ordered]?", hint="PO [4711]")
 
@@ -134,7 +137,7 @@ def test_gate_argv_is_kvgate_run_with_the_checklist_id():
 
 
 def test_attempt_is_read_from_the_gate_record(tmp_path):
-    from gates._record import GateRecord
+    from gates.core import GateRecord
     out = tmp_path / "reports"
     request = GateRequest("g1", "20261129T170000Z-bbbbbb", "CID", "s", "t", out)
     missing = attempt_from_store(request, -2)

@@ -4,10 +4,9 @@ import sqlite3
 
 import pytest
 
-from gates._checklist_store import ChecklistRun, ChecklistStore, GateAttempt
-from gates._record import ChecklistAnswer
-from gates._store import Store
-from gates._verdict import Outcome
+from gates.checklist import ChecklistRun, ChecklistStore, GateAttempt
+from gates.core import ChecklistAnswer, Outcome
+from gates.store import Store
 
 CID = "20261129T170000Z-aaaaaa"
 

@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from gates._record import GateRecord
-from gates._verdict import Measurement, Outcome
 from gates.cli import main, suites_for, summary_exit_code
+from gates.core import GateRecord, Measurement, Outcome
 
 
 def test_help_shows_examples_and_exit_codes(capsys):

@@ -1,10 +1,10 @@
-"""gates._config and gates._settings: loading thresholds.toml and site.toml, and the errors."""
+"""gates.core.config and gates.core.settings: loading thresholds.toml and site.toml, errors."""
 
 from pathlib import Path
 
 import pytest
 
-from gates._config import ConfigError, load_site, load_thresholds
+from gates.core import ConfigError, load_site, load_thresholds
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""gates._cost: the array catalogue, prices per TB / GB/s / TTFT gain, and the ranking."""
+"""gates.model.cost: the array catalogue, prices per TB / GB/s / TTFT gain, and the ranking."""
 
 from pathlib import Path
 
@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._bwmodel import RestoreModel
-from gates._cost import CatalogError, evaluate, load_catalog, parse_catalog, rank
+from gates.model import CatalogError, RestoreModel, evaluate, load_catalog, parse_catalog, rank
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
 GB = 1e9

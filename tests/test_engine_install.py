@@ -5,8 +5,8 @@ import argparse
 import pytest
 from _llamacpp_fakes import fake_install
 
-from gates import _engine_install as ei
-from gates._engine_cli import add_commands, engine_command
+import gates.engines.llamacpp.installer as ei
+from gates.commands import add_engine_commands, engine_command
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +20,7 @@ def never_build(monkeypatch):
 
 def cli(*argv):
     parser = argparse.ArgumentParser()
-    add_commands(parser.add_subparsers(dest="command"))
+    add_engine_commands(parser.add_subparsers(dest="command"))
     return engine_command(parser.parse_args(["engine", *argv]))
 
 

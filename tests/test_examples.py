@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gates import load_site
-from gates._arms import ArmProcess, validate_arms
-from gates._attribution import ADAPTERS
+from gates.core import load_site, validate_arms
+from gates.inference import ADAPTERS, ArmProcess
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted(EXAMPLES.glob("*.toml"))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._fio import (
+from gates.storage import (
     ALL_CLIENTS,
     FioParseError,
     FioReport,

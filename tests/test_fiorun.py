@@ -12,16 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from gates._fiorun import client_address, client_args, fio_version, host_name, run_step
-from gates._jobs import READ_FILE, g1_steps
-from gates._runner import (
+from gates.core import FioSettings
+from gates.storage import (
     INSTALL_HINTS,
+    READ_FILE,
     Completed,
     ScriptedRunner,
     SubprocessRunner,
     ToolMissing,
+    client_address,
+    client_args,
+    fio_version,
+    g1_steps,
+    host_name,
+    run_step,
 )
-from gates._settings import FioSettings
 
 DATA = Path(__file__).parent / "data" / "fio"
 FIO = shutil.which("fio")

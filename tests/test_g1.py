@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gates import _g1
-from gates._fio import FioReport, parse_fio_json, percentile_from_bins
-from gates._g1 import StepOutcome, bandwidth_unit
-from gates._settings import Ceilings, G1Limits
-from gates._verdict import Outcome
+from gates.core import Ceilings, G1Limits, Outcome, bandwidth_unit
+from gates.storage import FioReport, StepOutcome, parse_fio_json, percentile_from_bins
+from gates.storage import g1 as _g1
 
 DATA = Path(__file__).parent / "data" / "fio"
 SEQREAD_BW = 1518897010  # B/s in seqread_1m.json

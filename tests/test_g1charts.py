@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 from test_g1 import KV_BW, QD32_IOPS, SEQREAD_BW, SEQWRITE_BW, limits, step
 
-from gates._g1 import StepOutcome, qd1_latency
-from gates._g1charts import bandwidth_bars, g1_charts, latency_curves, sweep_points
-from gates._settings import Ceilings
+from gates.core import Ceilings
+from gates.storage import (
+    StepOutcome,
+    bandwidth_bars,
+    g1_charts,
+    latency_curves,
+    qd1_latency,
+    sweep_points,
+)
 
 DEPTHS = [1, 4, 16, 32]
 

@@ -8,16 +8,26 @@ import pytest
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root
 from _tooldata import tool_text
 
-from gates import _g1config as g1c
-from gates._blockdev import BlockDevice, Mount
-from gates._inventory import Collector, Found, Inventory, collect
-from gates._net import GidEntry, NicState, parse_rdma_links
-from gates._nvme import parse_id_ctrl, parse_list_subsys, parse_nvme_list, parse_smart_log
-from gates._raid import parse_mdadm_detail
-from gates._runner import SubprocessRunner
-from gates._settings import G1Limits, Site
-from gates._verdict import Outcome
-from gates._xfs import parse_xfs_info
+from gates.core import G1Limits, Outcome, Site
+from gates.storage import (
+    BlockDevice,
+    Collector,
+    Found,
+    GidEntry,
+    Inventory,
+    Mount,
+    NicState,
+    SubprocessRunner,
+    collect,
+    parse_id_ctrl,
+    parse_list_subsys,
+    parse_mdadm_detail,
+    parse_nvme_list,
+    parse_rdma_links,
+    parse_smart_log,
+    parse_xfs_info,
+)
+from gates.storage import g1config as g1c
 
 LIMITS = G1Limits(seq_read_bw_min=1, seq_write_bw_min=1, kv_restore_bw_min=1,
                   randread_4k_qd1_p99_max=1, randread_4k_iops_min=1)
@@ -238,7 +248,7 @@ def test_uncollected_facts_are_errors_and_skipped_ones_not_applicable():
 
 
 def test_embedded_default_site_file(repo):
-    from gates._config import load_site
+    from gates.core import load_site
     embedded, _ = load_site(repo / "site.toml")
     inv = Inventory(target="/x", mount=Found(value=Mount(target="/", source="/dev/vda",
                                                          fstype="ext4", options=["rw"])))
@@ -250,7 +260,7 @@ def test_embedded_default_site_file(repo):
 
 def collect_reasons(inv: Inventory, embedded: Site) -> Inventory:
     """The skipped facts the collector would record for this site (no commands run)."""
-    from gates._inventory import applies
+    from gates.storage import applies
     why = applies(embedded.topology)
     for name, group in (("raid", "raid"), ("namespaces", "nvme"), ("subsystems", "fabric"),
                         ("nics", "nics"), ("rdma", "rdma"), ("gids", "rdma")):
@@ -292,16 +302,13 @@ def test_topology_keys_are_validated():
 
 
 def test_g1_report_shows_the_dut_identity():
-    from gates._record import GateRecord
-    from gates._report import render_html
-    from gates._verdict import Measurement
+    from gates.core import GateRecord, Measurement
+    from gates.report import ReportContext, render_html
     record = GateRecord(gate="g1", run_id="r1", site="t", started="s",
                         measurements=[Measurement.not_applicable("RAID level", "no RAID")],
                         inventory=healthy().dut())
-    context = {"site": site().site, "profile": "", "profile_description": "",
-               "statistic": "point", "confidence": 0.95, "marginal_band": 0.0, "target": "/t",
-               "thresholds_path": "th", "site_path": "st", "rule": "rule"}
-    html = render_html(record, context)
+    context = ReportContext(site=site().site, target="/t", thresholds_path="th", site_path="st")
+    html = render_html(record, context, "rule")
     assert "Device under test" in html and "X3B0A017T0K8" in html and "KIOXIA" in html
     assert "No inventory was collected" in render_html(
         record.model_copy(update={"inventory": None}), context)

@@ -1,9 +1,7 @@
 """G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
 
-from gates._g2g3 import PROOF_FAILED, correctness, g2_measurements, g3_measurements
-from gates._repetition import Repetition
-from gates._settings import Decision, G2Limits, G3Limits
-from gates._verdict import Outcome
+from gates.core import Decision, G2Limits, G3Limits, Outcome
+from gates.inference import PROOF_FAILED, Repetition, correctness, g2_measurements, g3_measurements
 
 
 def rep(arm, i, ttft, tput, c=8, errors=0, read=None, gpu=0.0, expected=1000, fit=True,
@@ -111,8 +109,8 @@ def test_correctness_names_the_mismatching_context():
 
 
 def test_device_reads_prove_the_disk_was_read():
-    from gates._g2g3 import device_reads
-    from gates._verdict import Limit
+    from gates.core import Limit
+    from gates.inference import device_reads
 
     limit = Limit.at_least(90, "%")
     read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
@@ -125,8 +123,8 @@ def test_device_reads_prove_the_disk_was_read():
 
 
 def test_the_engine_process_must_have_read_what_its_restores_say():
-    from gates._g2g3 import process_reads, storage_proof
-    from gates._verdict import Limit
+    from gates.core import Limit
+    from gates.inference import process_reads, storage_proof
 
     limit = Limit.at_least(90, "%")
     read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,

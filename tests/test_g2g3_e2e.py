@@ -11,11 +11,10 @@ import sys
 
 import pytest
 
-from gates._record import GateRecord
-from gates._store import Store
-from gates._verdict import Limit, Measurement
+from gates.core import GateRecord, Limit, Measurement
+from gates.store import Store
 
-SIM = '["{python}", "-m", "gates.cli", "sim", "serve", "--profile", "tiny", "--port", "{port}"'
+SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
 
 
 def site_text(target, candidate_extra="", eviction="reset", contexts=4):
@@ -187,6 +186,6 @@ def test_g3_blocked_when_the_workload_changed(world, g2):
 
 
 def test_no_engine_process_is_left_behind(world):
-    leftover = subprocess.run(["pgrep", "-f", "gates.cli sim serve --profile tiny --port"],
+    leftover = subprocess.run(["pgrep", "-f", "gates.sim --profile tiny --port"],
                               capture_output=True, text=True)
     assert shutil.which("pgrep") is None or not leftover.stdout.strip()

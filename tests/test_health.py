@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _tooldata import tool_text
 
-from gates._health import (
+from gates.soak import (
     FioVerify,
     FreeSpace,
     KernelLog,
@@ -20,7 +20,7 @@ from gates._health import (
     scan_kernel_log,
     verify_job,
 )
-from gates._runner import Completed, ScriptedRunner, SubprocessRunner, ToolMissing
+from gates.storage import Completed, ScriptedRunner, SubprocessRunner, ToolMissing
 
 KERNEL = Path(__file__).parent / "data" / "kernel"
 

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from gates._store import Store
+from gates.store import Store
 
 
 def free_port():

@@ -7,9 +7,16 @@ from pathlib import Path
 
 from _tooldata import tool_text
 
-from gates._inventory import Collector, applies, collect, install_hint
-from gates._runner import Completed, ScriptedRunner, ToolMissing
-from gates._settings import Site
+from gates.core import Site
+from gates.storage import (
+    Collector,
+    Completed,
+    ScriptedRunner,
+    ToolMissing,
+    applies,
+    collect,
+    install_hint,
+)
 
 MD_SITE = {"raid_level": 0, "members": 4, "chunk": "512KiB", "transport": "rdma",
            "devices": [f"/dev/nvme{i}n1" for i in range(1, 5)], "interfaces": ["ens1f0np0"],
@@ -188,7 +195,7 @@ def test_applicability_reasons():
 
 
 def test_inventory_command_prints_json_and_a_table(tmp_path, capsys):
-    from gates._inventory import inventory_command
+    from gates.commands import inventory_command
     site_file = tmp_path / "site.toml"
     site_file.write_text(f'[site]\nname = "inv"\n[target]\ndirectory = "{tmp_path}"\n'
                          '[fio]\nfile_size = "1MiB"\n')

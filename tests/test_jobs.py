@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from gates._jobs import (
+from gates.core import FioSettings
+from gates.storage import (
     READ_FILE,
     WRITE_FILE,
     JobFileError,
@@ -15,7 +16,6 @@ from gates._jobs import (
     g1_steps,
     render_jobfile,
 )
-from gates._settings import FioSettings
 
 DEVICE = "/dev/disk/by-path/pci-0000:00:1f.2-nvme-1"
 

@@ -1,4 +1,4 @@
-"""gates._kvmodel: KV bytes per token, config.json reading, chunk files, workload sizing."""
+"""gates.model.kv: KV bytes per token, config.json reading, chunk files, workload sizing."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._kvmodel import (
+from gates.core import UnitError
+from gates.model import (
     CATALOGUE,
     ModelError,
     ModelSpec,
@@ -21,7 +22,6 @@ from gates._kvmodel import (
     size_workload,
     spec_from_config,
 )
-from gates._units import UnitError
 
 MODELS = Path(__file__).parent / "data" / "models"
 

@@ -12,19 +12,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gates._arms import MARKER
-from gates._llamacpp import (
+from gates.engines.llamacpp import (
     drop_page_cache,
+    parse_slot_result,
     process_read_bytes,
     run_slot_cold_recovery,
     slot_attribution,
     slot_file,
 )
-from gates._llamacpp_http import parse_slot_result
-from gates._loadgen import Endpoint, LoadSettings
-from gates._phases import PhaseError
-from gates._promtext import parse_metrics
-from gates._workloads import cold_recovery
+from gates.inference import MARKER, Endpoint, LoadSettings, PhaseError, cold_recovery, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "llamacpp"
 RESTORE_DELAY = 0.2  # s the double takes to restore: it must show in the probe's TTFT

@@ -2,9 +2,8 @@
 
 from _llamacpp_fakes import fake_install
 
-from gates._arms import validate_arms
-from gates._llamacpp_arms import CANDIDATE_DIR, EngineChoice, choose_engine, server_command
-from gates._settings import Site
+from gates.core import EngineChoice, Site, validate_arms
+from gates.engines import CANDIDATE_DIR, choose_engine, server_command
 
 SIM = {"baseline": {"kind": "launch", "engine": "kvgate-sim", "command": ["sim", "{port}"]}}
 
@@ -60,13 +59,33 @@ def test_server_command_serves_slots_from_the_kv_dir_only_with_a_tier(tmp_path):
         assert flag in joined
 
 
-def test_reports_can_ask_which_arms_a_gate_measured(tmp_path, monkeypatch):
-    from gates._llamacpp_arms import arms_for_gate
+def test_the_session_chooses_the_engine_once_and_names_each_gates_arms(tmp_path, monkeypatch,
+                                                                          repo):
+    from gates.options import RunOptions
+    from gates.session import GateSession
 
     monkeypatch.setenv("KVGATE_CACHE", str(tmp_path))
     fake_install(tmp_path)
-    site = Site.model_validate({"site": {"name": "s"}, "target": {"directory": str(tmp_path)},
-                                "fio": {"file_size": "1MiB"}, "arms": SIM,
-                                "engine": {"prefer": "llamacpp"}})
-    assert arms_for_gate(site, "g3")["candidate"].engine == "llamacpp"
-    assert arms_for_gate(site, "g4") == site.arms
+    (tmp_path / "site.toml").write_text(f"""
+[site]
+name = "s"
+[target]
+directory = "{tmp_path}"
+[fio]
+file_size = "1MiB"
+[engine]
+prefer = "llamacpp"
+[arms.baseline]
+kind = "launch"
+engine = "kvgate-sim"
+command = ["sim", "{{port}}"]
+""")
+    session = GateSession.open(RunOptions(site=tmp_path / "site.toml",
+                                          thresholds=repo / "thresholds.toml",
+                                          out=tmp_path / "reports"))
+    try:
+        assert session.arms("g3")["candidate"].engine == "llamacpp"
+        assert session.engine() is session.engine()  # chosen once, not per report
+        assert session.arms("g4") == session.site.arms and session.arms("g1") == {}
+    finally:
+        session.store.close()

@@ -14,7 +14,7 @@ import sys
 import pytest
 from test_g2g3_e2e import outcomes, passed_g1
 
-from gates._engine_install import find_install
+from gates.engines.llamacpp import find_install
 
 pytestmark = pytest.mark.skipif(
     find_install() is None, reason="llama.cpp is not installed: run `kvgate engine install "

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 from aiohttp import web
 
-from gates._loadgen import Endpoint, LoadSettings, payload, release_times, run_phase
-from gates._requests import RequestOutcome
+from gates.core import RequestOutcome
+from gates.inference import Endpoint, LoadSettings, payload, release_times, run_phase
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""gates._metrics: DESIGN §5's load metrics on hand-built records, and their invariants."""
+"""gates.inference.metrics: DESIGN §5's load metrics on hand-built records, and their invariants."""
 
 import math
 
@@ -8,20 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates._metrics import (
+from gates.core import RequestOutcome, RequestRecord, percentile
+from gates.inference import (
     SLO,
     LoadSummary,
+    SSEDecoder,
     Stats,
     chunk_gaps,
+    classify,
     e2e,
-    percentile,
     stats,
     summarize,
     tpot,
     ttft,
 )
-from gates._requests import RequestOutcome, RequestRecord
-from gates._sse import SSEDecoder, classify
 
 OK, HTTP, TIMEOUT, PROTO, CANCEL = (RequestOutcome.OK, RequestOutcome.HTTP_ERROR,
                                     RequestOutcome.TIMEOUT, RequestOutcome.PROTOCOL_ERROR,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gates._model_cli import add_commands, model_command
+from gates.commands import add_model_commands, model_command
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(__file__).parent / "data" / "models"
@@ -16,7 +16,7 @@ MODELS = Path(__file__).parent / "data" / "models"
 
 def run(capsys, *argv):
     parser = argparse.ArgumentParser(prog="kvgate")
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    add_model_commands(parser.add_subparsers(dest="command", required=True))
     code = model_command(parser.parse_args(["model", *argv]))
     out, err = capsys.readouterr()
     return code, out, err
@@ -122,7 +122,7 @@ def test_bad_units_are_usage_errors(capsys):
 
 
 def test_help_shows_examples_as_a_subprocess():
-    done = subprocess.run([sys.executable, "-m", "gates._model_cli", "model", "--help"],
+    done = subprocess.run([sys.executable, "-m", "gates.commands.model", "model", "--help"],
                           capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0
     assert "kvgate model kv --model qwen3-coder-480b --dtype fp8 --tp 8 --context 128k" in (
@@ -140,7 +140,7 @@ def test_break_even_never_is_null_in_json_and_said_in_words(capsys):
 
 
 def test_cost_finds_the_shipped_catalogue_from_any_folder(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "gates._model_cli", "model", "cost", "--json"],
+    done = subprocess.run([sys.executable, "-m", "gates.commands.model", "model", "cost", "--json"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert {r["name"] for r in json.loads(done.stdout)["rows"]} == {"FX100", "FX200", "FX300"}

@@ -6,8 +6,8 @@ import pytest
 from _tooldata import json_texts, tool_text
 from hypothesis import given
 
-from gates._blockdev import ParseError
-from gates._nvme import (
+from gates.storage import (
+    ParseError,
     parse_id_ctrl,
     parse_list_subsys,
     parse_nvme_list,

@@ -5,13 +5,17 @@ import asyncio
 import pytest
 from aiohttp import web
 
-from gates._loadgen import Endpoint, LoadSettings
-from gates._metrics import summarize
-from gates._phases import PhaseError, run_cold_recovery, settle
-from gates._promtext import parse_metrics
-from gates._sim_model import FaultConfig, get_profile
-from gates._sim_server import build_app
-from gates._workloads import cold_recovery
+from gates.inference import (
+    Endpoint,
+    LoadSettings,
+    PhaseError,
+    cold_recovery,
+    parse_metrics,
+    run_cold_recovery,
+    settle,
+    summarize,
+)
+from gates.sim import FaultConfig, build_app, get_profile
 
 TINY = get_profile("tiny")
 

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from gates._store import Store
-from gates._verdict import Outcome
+from gates.core import Outcome
+from gates.store import Store
 
 SUITE = """
 import pytest
@@ -250,7 +250,7 @@ def test_without_pytest_html_the_columns_are_not_registered(gate_dir):
 
 
 def test_measurement_rows_group_repeated_names():
-    from gates._verdict import Limit, Measurement
+    from gates.core import Limit, Measurement
     from gates.plugin import measurement_properties, measurement_rows
 
     limit = Limit.at_most(5, "%")

@@ -1,4 +1,4 @@
-"""gates._promtext: the Prometheus text format parser, selection, sums and deltas."""
+"""gates.inference.promtext: the Prometheus text format parser, selection, sums and deltas."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._promtext import MetricSet, MetricsParseError, Sample, add_up, parse_metrics
+from gates.inference import MetricSet, MetricsParseError, Sample, add_up, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "metrics"
 

@@ -20,11 +20,19 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from gates._record import ChecklistAnswer, DutItem, GateRecord, UpstreamRef
-from gates._report import write_reports
-from gates._session import GateSession, RunOptions
-from gates._verdict import Limit, Measurement, Outcome
 from gates.cli import record_schema
+from gates.core import (
+    ChecklistAnswer,
+    DutItem,
+    GateRecord,
+    Limit,
+    Measurement,
+    Outcome,
+    UpstreamRef,
+)
+from gates.options import RunOptions
+from gates.report import write_reports
+from gates.session import GateSession
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
@@ -56,7 +64,8 @@ def g3_measurements() -> list[Measurement]:
                              Limit.at_least(25, pct, key="g3.ttft_p50_reduction_min",
                                             relative_to="G2 TTFT p50", marginal=0.05),
                              interval=(28.2, 34.9), evidence=["evidence/g3-candidate.jsonl"],
-                             note="G2 run 2026-11-29T080000Z, p50 1.92 s → 1.32 s"),
+                             note="G2 run 2026-11-29T080000Z, p50 1.92 s → 1.32 s"
+                             ).model_copy(update={"id": "g3.ttft_p50_reduction", "at": 8}),
         Measurement.measured("Output throughput gain vs G2 baseline", 26.0,
                              Limit.at_least(29, pct, key="g3.throughput_gain_min"),
                              interval=(22.5, 29.1)),
@@ -115,7 +124,8 @@ def session(tmp_path):
 
 def written(record: GateRecord, session: GateSession) -> str:
     """The <gate>.json text exactly as write_reports puts it beside the report."""
-    return write_reports(record, session)["json"].read_text()
+    return write_reports(record, session.report_context(record),
+                         session.store.run_dir(record.run_id))["json"].read_text()
 
 
 def schema_errors(body: dict) -> list[str]:

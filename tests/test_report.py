@@ -21,14 +21,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._charts import throughput_by_concurrency, time_series, ttft_cdf
-from gates._checklist_store import ChecklistStore
-from gates._record import ChecklistAnswer, DutItem
-from gates._repetition import Repetition
-from gates._report import REPORT_REVISION, css_string
-from gates._seal import SEAL_ID, check_seal
-from gates._session import GateSession, RunOptions
-from gates._verdict import SEVERITY, Limit, Measurement, Outcome
+from gates.charts import throughput_by_concurrency, time_series, ttft_cdf
+from gates.checklist import ChecklistStore
+from gates.core import SEVERITY, ChecklistAnswer, DutItem, Limit, Measurement, Outcome
+from gates.inference import Repetition
+from gates.options import RunOptions
+from gates.report import REPORT_REVISION, SEAL_ID, check_seal, css_string
+from gates.session import GateSession
 
 REPO = Path(__file__).resolve().parent.parent
 

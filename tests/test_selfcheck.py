@@ -2,7 +2,7 @@
 
 import asyncio
 
-from gates._selfcheck import LoopLagMonitor, judge_self_check
+from gates.inference import LoopLagMonitor, judge_self_check
 
 
 def test_quiet_loop_is_fit():

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates._sim_model import (
+from gates.sim import (
     HEADER_SIZE,
     PROFILES,
     QWEN3_CODER_480B_KV_BYTES_PER_TOKEN,

@@ -10,8 +10,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gates._sim_model import FaultConfig, chunk_hashes, get_profile
-from gates._sim_server import ENGINE, SIM_HEADER, Engine, build_app
+from gates.sim import ENGINE, SIM_HEADER, Engine, FaultConfig, build_app, chunk_hashes, get_profile
 
 TINY = get_profile("tiny")
 PROMPT = list(range(1000, 1100))  # 6 whole chunks of 16 tokens and a 4-token tail

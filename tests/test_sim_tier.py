@@ -8,9 +8,16 @@ import time
 
 import pytest
 
-from gates import _sim_tier
-from gates._sim_model import chunk_hashes, chunk_payload, get_profile, root_hash, verify_payload
-from gates._sim_tier import KvTier, Throttle
+import gates.sim.tier as _sim_tier
+from gates.sim import (
+    KvTier,
+    Throttle,
+    chunk_hashes,
+    chunk_payload,
+    get_profile,
+    root_hash,
+    verify_payload,
+)
 
 TINY = get_profile("tiny")
 

@@ -2,11 +2,10 @@
 
 import pytest
 
-from gates._settings import G4Limits
-from gates._soak import (
+from gates.core import SHORTENED, G4Limits, Outcome
+from gates.soak import (
     KERNEL,
     PATHS,
-    SHORTENED,
     SMART,
     VERIFY,
     HealthReading,
@@ -26,7 +25,6 @@ from gates._soak import (
     ttft_drift,
     verify_errors,
 )
-from gates._verdict import Outcome
 
 LIMITS = G4Limits()
 T0 = 1_800_000_000.0

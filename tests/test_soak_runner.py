@@ -16,17 +16,27 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gates._health import FioVerify, FreeSpace, KernelLog, NvmePaths, ProcessHealth, Smart
-from gates._loadgen import Endpoint, LoadSettings
-from gates._requests import RequestOutcome, RequestRecord
-from gates._runner import SubprocessRunner
-from gates._settings import G4Limits
-from gates._sim_server import build_app
-from gates._soak import SHORTENED, VERIFY, HealthReading, SoakPlan, soak_measurements
-from gates._soak_runner import EndpointLoad, FakeClock, SoakRunner, SoakStore
-from gates._store import Store
-from gates._verdict import Outcome
-from gates._workloads import multi_turn
+from gates.core import SHORTENED, G4Limits, Outcome, RequestOutcome, RequestRecord
+from gates.inference import Endpoint, LoadSettings, multi_turn
+from gates.sim import build_app
+from gates.soak import (
+    VERIFY,
+    EndpointLoad,
+    FakeClock,
+    FioVerify,
+    FreeSpace,
+    HealthReading,
+    KernelLog,
+    NvmePaths,
+    ProcessHealth,
+    Smart,
+    SoakPlan,
+    SoakRunner,
+    SoakStore,
+    soak_measurements,
+)
+from gates.storage import SubprocessRunner
+from gates.store import Store
 
 HOURS72, WINDOW = 72 * 3600.0, 300.0
 
@@ -341,9 +351,9 @@ class SleepLoad:
 KILLED = """
 import sys, time
 from pathlib import Path
-from gates._soak import SoakPlan
-from gates._soak_runner import SoakRunner
-from gates._store import Store
+from gates.soak.rules import SoakPlan
+from gates.soak.runner import SoakRunner
+from gates.store.store import Store
 from test_soak_runner import SleepLoad
 
 store = Store(Path(sys.argv[1]))

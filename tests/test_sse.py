@@ -1,4 +1,4 @@
-"""gates._sse: the incremental SSE decoder and the OpenAI streaming-chunk classifier."""
+"""gates.inference.sse: the incremental SSE decoder and the OpenAI streaming-chunk classifier."""
 
 import json
 
@@ -7,7 +7,15 @@ from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._sse import DONE, SSEDecoder, SSEEvent, SSEProtocolError, StreamChunk, Usage, classify
+from gates.inference import (
+    DONE,
+    SSEDecoder,
+    SSEEvent,
+    SSEProtocolError,
+    StreamChunk,
+    Usage,
+    classify,
+)
 
 SSE = DATA / "sse"
 

@@ -1,4 +1,4 @@
-"""gates._stats: CV, bootstrap CIs, arm comparisons and the decision rule, on hand-made data."""
+"""gates.core.stats: CV, bootstrap CIs, arm comparisons and the decision rule, on hand-made data."""
 
 import math
 import random
@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._stats import (
+from gates.core import (
     Comparison,
+    Limit,
+    Outcome,
     above_claimed_band,
     bootstrap_ci,
     cv_percent,
@@ -19,7 +21,6 @@ from gates._stats import (
     throughput_gain,
     ttft_reduction,
 )
-from gates._verdict import Limit, Outcome
 
 approx = pytest.approx
 FEW = 200  # resamples in tests: enough for the properties, fast enough for the suite

@@ -1,4 +1,4 @@
-"""gates._steady: the SNIA steady-state rules recomputed from fio's steady-state window."""
+"""gates.core.steady: the SNIA steady-state rules recomputed from fio's steady-state window."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._steady import (
+from gates.core import (
     SteadyStateUnavailable,
     least_squares_slope,
     round_averages,

@@ -8,22 +8,21 @@ import jsonschema
 import pytest
 from _chain import SIMULATED, SITE, add_gate, full_chain, open_run
 
-from gates._record import GATE_TITLES, GATES
-from gates._seal import check_seal
-from gates._soak import SHORTENED
-from gates._store import Store
-from gates._summary import (
+from gates.core import G1, GATE_TITLES, GATES, SHORTENED, Limit
+from gates.report import (
+    ABSENT,
     ACCEPT,
     NOT_READY,
     ChainLink,
     Summary,
     build_summary,
+    check_seal,
+    key_figures,
     recommend,
     summary_digest,
     write_summary,
 )
-from gates._summary_figures import ABSENT, key_figures
-from gates._verdict import Limit, Measurement
+from gates.store import Store
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
 
@@ -122,8 +121,8 @@ def test_key_figures_come_from_the_record_one_row_per_concurrency(store):
 def test_an_absent_figure_is_a_dash_never_a_number(store):
     open_run(store, "r1")
     record, _ = add_gate(store, "r1", "g1", measurements=[
-        Measurement.measured("Sequential read 1 MiB bandwidth", 5.2, Limit.at_least(4, "GB/s")),
-        Measurement.error("KV-restore read bandwidth", "fio failed", Limit.at_least(4, "GB/s"))])
+        G1["g1.seq_read_bw"].measured(5.2, Limit.at_least(4, "GB/s")),
+        G1["g1.kv_restore_bw"].error("fio failed", Limit.at_least(4, "GB/s"))])
     rows = {r.label: r for r in key_figures("g1", record)}
     assert rows["KV-restore bandwidth"].text == ABSENT
     assert rows["KV-restore bandwidth"].outcome == "ERROR"

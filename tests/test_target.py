@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root, tmpfs
 
-from gates._jobs import READ_FILE, WRITE_FILE
-from gates._settings import Target
-from gates._target import (
+from gates.core import Target
+from gates.storage import (
+    READ_FILE,
+    WRITE_FILE,
     DeviceFacts,
     TargetError,
     check_directory,

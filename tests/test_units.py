@@ -1,4 +1,4 @@
-"""gates._units: quantities as people write them in TOML, and back."""
+"""gates.core.units: quantities as people write them in TOML, and back."""
 
 import math
 
@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from gates._units import (
+from gates.core import (
     Duration,
     Percent,
     Rate,

@@ -1,4 +1,4 @@
-"""gates._verdict and gates._record: limits, outcomes, the gate verdict and the gate record."""
+"""gates.core.verdict and gates.core.record: limits, outcomes, gate verdict and gate record."""
 
 import json
 import math
@@ -8,14 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates._record import GateRecord, upstream_gate
-from gates._verdict import (
+from gates.core import (
     SEVERITY,
+    GateRecord,
     Limit,
     Measurement,
     Outcome,
     failures_first,
     gate_verdict,
+    upstream_gate,
 )
 
 P, F, M, E, B, NA = (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL, Outcome.ERROR,

@@ -6,13 +6,10 @@ import tarfile
 
 from _chain import SITE, full_chain
 
-from gates._bundle import write_bundle
-from gates._record import GateRecord, UpstreamRef
-from gates._store import Store
-from gates._summary import write_summary
-from gates._verdict import Limit, Measurement, Outcome
-from gates._verify import verify
 from gates.cli import main
+from gates.core import GateRecord, Limit, Measurement, Outcome, UpstreamRef
+from gates.report import verify, write_summary
+from gates.store import Store, write_bundle
 
 
 def write_run(root, run_id, gate, upstream=None, value=12.0):

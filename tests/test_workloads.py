@@ -1,4 +1,4 @@
-"""gates._workloads: deterministic token-id workloads and Mooncake trace replay."""
+"""gates.inference.workloads: deterministic token-id workloads and Mooncake trace replay."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates._workloads import (
+from gates.inference import (
     EVICT,
     MOONCAKE_BLOCK,
     PROBE,

@@ -7,8 +7,7 @@ from _tooldata import tool_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates._blockdev import ParseError
-from gates._xfs import alignment, parse_xfs_info
+from gates.storage import ParseError, alignment, parse_xfs_info
 
 KiB = 1024
 

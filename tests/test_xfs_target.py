@@ -8,11 +8,17 @@ from pathlib import Path
 
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root
 
-from gates._fiorun import run_step
-from gates._jobs import READ_FILE, WRITE_FILE, bytes_needed, files_written, g1_steps
-from gates._runner import SubprocessRunner
-from gates._settings import FioSettings, Target
-from gates._target import resolve_target
+from gates.core import FioSettings, Target
+from gates.storage import (
+    READ_FILE,
+    WRITE_FILE,
+    SubprocessRunner,
+    bytes_needed,
+    files_written,
+    g1_steps,
+    resolve_target,
+    run_step,
+)
 
 GiB = 1024**3
 

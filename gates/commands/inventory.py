@@ -1,0 +1,48 @@
+"""`kvgate inventory`: collect the site's inventory and print it as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..core import ConfigError, load_site
+from ..storage import Collector, Found, SubprocessRunner, collect
+
+
+def inventory_command(site_path: Path, as_json: bool) -> int:
+    """`kvgate inventory`: collect the site's inventory and print it as a table or JSON."""
+    console = Console(soft_wrap=True)  # never hard-wrap a path at the terminal width
+    try:
+        site, _ = load_site(site_path)
+    except ConfigError as exc:
+        console.print(f"[red]configuration error:[/] {exc}")
+        return 2
+    inv = collect(site, Collector(SubprocessRunner()))
+    if as_json:
+        body = {"site": site.site.name, "dut": [d.model_dump() for d in inv.dut()],
+                "inventory": inv.model_dump(mode="json")}
+        print(json.dumps(body, indent=2))
+        return 0
+    table = Table(title=f"DUT inventory: {site.site.name}")
+    for column in ("role", "name", "model", "serial", "firmware", "detail"):
+        table.add_column(column)
+    for item in inv.dut():
+        table.add_row(*map(escape, (item.role, item.name, item.model, item.serial,
+                                    item.firmware, item.detail)))
+    console.print(table)
+    facts = Table(title="collected facts")
+    for column in ("fact", "status"):
+        facts.add_column(column)
+    for name in ("mount", "block", "xfs", "raid", "namespaces", "subsystems", "nics", "rdma",
+                 "gids"):
+        found: Found = getattr(inv, name)
+        status = ("[red]ERROR[/] " + escape(found.error) if found.error else
+                  "[dim]NOT APPLICABLE[/] " + escape(found.skipped) if found.skipped
+                  else "[green]ok[/]")
+        facts.add_row(name, status)
+    console.print(facts)
+    return 0

@@ -1,0 +1,91 @@
+"""The shape of thresholds.toml: limits per gate and the decision rule. Unknown keys are errors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from .strict import Strict
+from .units import Duration, Percent, Rate
+
+
+class Meta(Strict):
+    revision: str = Field(min_length=1)
+    title: str = ""
+
+
+class Decision(Strict):
+    statistic: Literal["point", "lower_confidence_bound"] = "point"
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    # A Limit's guard band is a fraction below 1 of its bound; 100 % would make all MARGINAL.
+    marginal_band: Percent = Field(default=0.0, ge=0.0, lt=100.0)
+
+
+class G1Limits(Strict):
+    seq_read_bw_min: Rate
+    seq_write_bw_min: Rate
+    kv_restore_bw_min: Rate
+    randread_4k_qd1_p99_max: Duration
+    randread_4k_iops_min: float = Field(gt=0)
+    steady_state_spread_max: Percent = 20.0
+    steady_state_slope_max: Percent = 10.0
+    steady_state_required: bool = True
+    # Configuration checks (G1 arrival): new drives, the ordered capacity, healthy media.
+    capacity_tolerance: Percent = 2.0
+    smart_percent_used_max: Percent = 10.0
+    smart_media_errors_max: int = Field(default=0, ge=0)
+    # Used only for a drive that reports no warning threshold (WCTEMP = 0), e.g. many targets.
+    temperature_max: float = Field(default=70.0, gt=0, lt=200)
+
+
+class G2Limits(Strict):
+    cv_max: Percent = 5.0
+    request_errors_max: int = Field(default=0, ge=0)
+    concurrency: list[PositiveInt] = Field(default=[8, 16], min_length=1)
+    repetitions: PositiveInt = 3
+
+
+class G3Limits(Strict):
+    ttft_p50_reduction_min: Percent = 25.0
+    throughput_gain_min: Percent = 29.0
+    throughput_gain_claimed_max: Percent = 40.0
+    storage_read_fraction_min: Percent = 90.0
+    correctness_tokens: PositiveInt = 16
+
+    @model_validator(mode="after")
+    def _band_in_order(self) -> G3Limits:
+        if self.throughput_gain_min > self.throughput_gain_claimed_max:
+            raise ValueError(f"throughput_gain_min ({self.throughput_gain_min:g} %) is above "
+                             f"throughput_gain_claimed_max ({self.throughput_gain_claimed_max:g}"
+                             " %)")
+        return self
+
+
+class G4Limits(Strict):
+    duration: Duration = Field(default=72 * 3600.0, gt=0)
+    window: Duration = Field(default=300.0, gt=0)
+    request_errors_max: int = Field(default=0, ge=0)
+    verify_errors_max: int = Field(default=0, ge=0)
+    throughput_floor: Percent = 90.0
+    ttft_drift_max: Percent = 10.0
+    gap_max: Duration = 1800.0
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> G4Limits:
+        if self.window > self.duration:
+            raise ValueError(f"window ({self.window:g}s) is longer than the soak duration "
+                             f"({self.duration:g}s)")
+        return self
+
+
+class Thresholds(Strict):
+    meta: Meta
+    decision: Decision = Decision()
+    g1: G1Limits
+    g2: G2Limits = G2Limits()
+    g3: G3Limits = G3Limits()
+    g4: G4Limits = G4Limits()
+    # Set by the loader, not by the file: which [profiles.NAME] was applied.
+    profile: str = Field(default="", exclude=True)
+    profile_description: str = Field(default="", exclude=True)

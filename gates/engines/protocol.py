@@ -1,0 +1,82 @@
+"""The G2/G3 protocol: per arm and concurrency, R cold-recovery repetitions on a fresh arm."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size
+from ..inference import (
+    ArmProcess,
+    AttributionError,
+    LoadSettings,
+    PhaseError,
+    PsutilDiskCounters,
+    Repetition,
+    prepare_kv_dir,
+    repetition,
+    run_cold_recovery,
+    workload_plan,
+)
+from .llamacpp import run_slot_cold_recovery
+
+
+class ProtocolError(Exception):
+    """An arm could not be measured; the message names the arm, the phase and the log tail."""
+
+
+def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
+    """Block devices whose read bytes should rise in the probe: configured, or the kv_dir's."""
+    if configured:
+        return configured
+    if arm.kind != "launch" or arm.kv_dir is None or not arm.kv_dir.exists():
+        return []  # an engine on another host reads from disks this host cannot see
+    st = os.stat(arm.kv_dir)
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    return [Path(os.path.realpath(node)).name] if node.exists() else []
+
+
+def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: int, index: int,
+                 *, log: Path, kv_root: Path | None, run_id: str,
+                 on_record: Callable[[RequestRecord], None] | None = None,
+                 output_tokens: int | None = None, devices: list[str] = (),
+                 kv_bytes_per_token: int | None = None) -> Repetition:
+    """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
+    try:
+        kv = prepare_kv_dir(name, arm, kv_root)
+        if kv is not None and kv_bytes_per_token:
+            need = workload_plan(workload).total_expected_kv_tokens * kv_bytes_per_token
+            if need > kv.free_bytes:
+                raise ProtocolError(
+                    f"arm '{name}': the workload needs {format_size(need)} of KV "
+                    f"({workload.contexts} contexts x {workload.context_tokens} tokens x "
+                    f"{kv_bytes_per_token} B/token) but {kv.path} has only "
+                    f"{format_size(kv.free_bytes)} free; nothing was started")
+        watched = kv_devices(arm, list(devices))
+        with ArmProcess(name, arm, log, run_id=run_id) as process:
+            eviction = "reset" if workload.eviction == "restart" else workload.eviction
+            settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
+            restart = process.restart if workload.eviction == "restart" else None
+            disks = PsutilDiskCounters() if watched else None
+            if arm.engine == "llamacpp":  # slot files: save, erase, restore (engines.llamacpp)
+                cold = asyncio.run(run_slot_cold_recovery(
+                    workload_plan(workload, output_tokens), process.endpoints(), settings,
+                    kv_dir=kv.path if kv is not None else None, pid=process.pid,
+                    on_record=on_record, disks=disks, devices=watched, evict_hook=restart,
+                    erase=workload.eviction != "none"))
+            else:
+                cold = asyncio.run(run_cold_recovery(
+                    workload_plan(workload, output_tokens), process.endpoints(), settings,
+                    engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
+                    devices=watched, evict_hook=restart))
+    except (ArmError, PhaseError, AttributionError) as exc:
+        tail = ""
+        if isinstance(exc, PhaseError) and log.exists():
+            # The engine may have died mid-run: its own last words say why.
+            tail = "\nlast lines of the engine's log:\n" + "\n".join(
+                log.read_text(errors="replace").splitlines()[-20:])
+        raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
+                            f"{exc}{tail}") from None
+    return repetition(name, concurrency, index, cold)

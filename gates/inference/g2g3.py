@@ -1,0 +1,233 @@
+"""G2 baseline and G3 main gate: repetitions turned into Measurements. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core import (
+    G2,
+    G3,
+    Comparison,
+    Decision,
+    Declared,
+    G2Limits,
+    G3Limits,
+    Limit,
+    Measurement,
+    Outcome,
+    above_claimed_band,
+    cv_percent,
+    decide,
+    median,
+    percentile,
+    speedup,
+    throughput_gain,
+    ttft_reduction,
+)
+from .repetitions import Repetition
+
+PROOF_FAILED = "KV did not come from the candidate storage"
+GPU_HIT_MAX = 1.0  # % of the expected KV tokens a cold probe may find in the GPU cache
+
+
+def _positive(unit: str) -> Limit:
+    # A figure reported for the record: it must exist and be positive to count as measured.
+    return Limit(lo=0.0, lo_inclusive=False, unit=unit)
+
+
+def by_concurrency(reps: Sequence[Repetition]) -> dict[int, list[Repetition]]:
+    """Repetitions grouped by concurrency level, each group in repetition order."""
+    groups: dict[int, list[Repetition]] = {}
+    for rep in sorted(reps, key=lambda r: (r.concurrency, r.repetition)):
+        groups.setdefault(rep.concurrency, []).append(rep)
+    return groups
+
+
+def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
+        what: str) -> Measurement:
+    limit = Limit.at_most(limits.cv_max, "%", key="g2.cv_max")
+    cv = cv_percent(values)
+    if cv is None:
+        return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
+    m = declared.measured(cv, limit, at=c, note="per repetition: "
+                          + ", ".join(f"{v:.4g}" for v in values))
+    if m.outcome is Outcome.FAIL:
+        m.note = f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %; {m.note}"
+    return m
+
+
+def g2_level(c: int, reps: list[Repetition], limits: G2Limits) -> list[Measurement]:
+    """The G2 measurements of one concurrency level."""
+    errors = sum(r.errors for r in reps)
+    texts = "; ".join(r.error_text for r in reps if r.error_text)
+    out = [G2["g2.request_errors"].measured(
+        errors, Limit.at_most(limits.request_errors_max, "requests", key="g2.request_errors_max"),
+        at=c, note=texts or f"{sum(r.sent for r in reps)} requests sent")]
+    p50s = [r.ttft_p50 for r in reps if r.ttft_p50]
+    p99s = [percentile(r.ttfts, 99) for r in reps if r.ttfts]
+    tputs = [r.output_throughput for r in reps if r.output_throughput]
+    for id, values, unit in (("g2.ttft_p50", p50s, "s"), ("g2.ttft_p99", p99s, "s"),
+                             ("g2.output_throughput", tputs, "tok/s")):
+        out.append(G2[id].measured(median(values), _positive(unit), at=c,
+                                   note=f"median over {len(values)} repetitions")
+                   if values else G2[id].error("no successful request", _positive(unit), at=c))
+    out.append(_cv(G2["g2.ttft_p50_cv"], c, p50s, limits, "TTFT p50"))
+    out.append(_cv(G2["g2.throughput_cv"], c, tputs, limits, "throughput"))
+    out.append(self_check(G2["g2.loadgen_fit"], c, reps))
+    return out
+
+
+def self_check(declared: Declared, c: int, reps: list[Repetition]) -> Measurement:
+    """Repetitions where the load generator, not the server, was the bottleneck."""
+    unfit = [r for r in reps if not r.fit]
+    reasons = "; ".join(sorted({x for r in unfit for x in r.unfit_reasons}))
+    return declared.measured(len(unfit), Limit.at_most(0, "repetitions"), at=c,
+                             note=reasons or "event-loop and schedule lag within limits")
+
+
+def g2_measurements(reps: Sequence[Repetition], limits: G2Limits) -> list[Measurement]:
+    """Every G2 measurement, level by level."""
+    return [m for c, group in by_concurrency(reps).items() for m in g2_level(c, group, limits)]
+
+
+def _compare(declared: Declared, c: int, comparison: Comparison, limit: Limit, statistic: str,
+             note: str = "") -> Measurement:
+    return declared.stamp(Measurement(
+        name=declared.name(c), value=comparison.point, unit=limit.unit, limit=limit,
+        outcome=decide(comparison, limit, statistic), interval=comparison.interval,
+        note="; ".join(filter(None, [comparison.statistic_text, note]))), c)
+
+
+def gains(c: int, base: list[Repetition], cand: list[Repetition], limits: G3Limits,
+          decision: Decision) -> list[Measurement]:
+    """TTFT p50 reduction and output-throughput gain of the candidate over the G2 baseline."""
+    ttft_limit = Limit.at_least(limits.ttft_p50_reduction_min, "%",
+                                key="g3.ttft_p50_reduction_min",
+                                relative_to=f"G2 TTFT p50 @ concurrency {c}")
+    gain_limit = Limit.at_least(limits.throughput_gain_min, "%", key="g3.throughput_gain_min",
+                                relative_to=f"G2 output throughput @ concurrency {c}")
+    declared = (G3["g3.ttft_p50_reduction"], G3["g3.throughput_gain"])
+    try:
+        ttft = ttft_reduction([r.ttfts for r in base], [r.ttfts for r in cand],
+                              confidence=decision.confidence)
+        tput = throughput_gain([r.output_throughput or 0.0 for r in base],
+                               [r.output_throughput or 0.0 for r in cand],
+                               confidence=decision.confidence)
+    except ValueError as exc:
+        return [d.error(str(exc), lim, at=c)
+                for d, lim in zip(declared, (ttft_limit, gain_limit), strict=True)]
+    claimed = limits.throughput_gain_claimed_max
+    note = (f"above the claimed band (+{limits.throughput_gain_min:g}…+{claimed:g} %): check "
+            "that the baseline was configured fairly" if above_claimed_band(tput.point, claimed)
+            else "")
+    return [_compare(declared[0], c, ttft, ttft_limit, decision.statistic),
+            _compare(declared[1], c, tput, gain_limit, decision.statistic, note)]
+
+
+def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Measurement]:
+    """The candidate's probe read its KV from storage, not from the GPU cache."""
+    expected = sum(r.expected_kv_tokens for r in cand)
+    reads = [r.storage_read_tokens for r in cand]
+    gpu = [r.gpu_hit_tokens for r in cand]
+    fraction_limit = Limit.at_least(limits.storage_read_fraction_min, "%",
+                                    key="g3.storage_read_fraction_min")
+    stored = G3["g3.storage_read_fraction"]
+    if any(x is None for x in reads) or not expected:
+        read = stored.error("the engine exposes no storage-read counter", fraction_limit, at=c)
+    else:
+        read = stored.measured(sum(reads) / expected * 100, fraction_limit, at=c,
+                               note=f"{sum(reads):,.0f} of {expected:,} expected tokens")
+    hits_limit = Limit.at_most(GPU_HIT_MAX, "%")
+    gpu_hits = G3["g3.gpu_hit_fraction"]
+    hits = gpu_hits.error("the engine exposes no GPU-cache hit counter", hits_limit, at=c) \
+        if any(x is None for x in gpu) or not expected else \
+        gpu_hits.measured(sum(gpu) / expected * 100, hits_limit, at=c,
+                          note="a cold probe must not be answered by the GPU cache")
+    disk = device_reads(c, cand, fraction_limit)
+    own = [process_reads(c, cand, fraction_limit)] \
+        if all(r.process_read_bytes is not None for r in cand) else []
+    for m in (read, hits, disk, *own):
+        if m.outcome is Outcome.FAIL:
+            m.note = f"{PROOF_FAILED}: {m.note}"
+    gbps = [r.restore_gbps for r in cand if r.restore_gbps]
+    if gbps and read.outcome is not Outcome.ERROR:
+        read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
+    return [read, hits, disk, *own]
+
+
+def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The KV devices' own read bytes rose by what the engine says it read (no page cache)."""
+    declared = G3["g3.device_reads"]
+    engine = [r.storage_read_bytes for r in cand]
+    device = [r.device_read_bytes for r in cand]
+    if any(d is None for d in device):
+        return declared.not_applicable("no block device to watch: name the array's devices in "
+                                       "site.toml [topology] devices", at=c)
+    if any(e is None for e in engine) or not sum(engine):
+        return declared.error("the engine exposes no storage-read byte counter", limit, at=c)
+    return declared.measured(sum(device) / sum(engine) * 100, limit, at=c,
+                             note=f"devices read {sum(device):,} bytes, the engine "
+                                f"{sum(engine):,.0f} (a page-cache hit reads no device)")
+
+
+def process_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The engine process made the storage layer read what its restores say they read."""
+    declared = G3["g3.process_reads"]
+    engine = sum(r.storage_read_bytes or 0 for r in cand)
+    process = sum(r.process_read_bytes or 0 for r in cand)
+    if not engine:
+        return declared.error("the engine reports no bytes restored", limit, at=c)
+    return declared.measured(process / engine * 100, limit, at=c,
+                             note=f"the process read {process:,} bytes from storage "
+                                "(/proc/PID/io read_bytes: page-cache hits do not count), its "
+                                f"restores {engine:,.0f}")
+
+
+def recompute_reference(c: int, cand: list[Repetition],
+                        recompute: list[Repetition]) -> list[Measurement]:
+    """How much faster the candidate is than recomputing the KV (the seed's 12.6x / 18.3x)."""
+    out = []
+    for id, pick, better in (("g3.ttft_speedup_vs_recompute", lambda r: r.ttft_p50, "lower"),
+                             ("g3.throughput_speedup_vs_recompute",
+                              lambda r: r.output_throughput, "higher")):
+        a = [pick(r) for r in recompute if pick(r)]
+        b = [pick(r) for r in cand if pick(r)]
+        limit = Limit(lo=1.0, lo_inclusive=False, unit="x", relative_to="the recompute arm")
+        out.append(G3[id].measured(speedup(median(a), median(b), better=better), limit, at=c)
+                   if a and b else
+                   G3[id].error("no successful probe on one of the arms", limit, at=c))
+    return out
+
+
+def correctness(cand: Repetition, recompute: Repetition, tokens: int) -> Measurement:
+    """Greedy outputs after a restore equal those after recompute, context by context."""
+    limit = Limit.at_most(0, "contexts")
+    bad = sorted(rid for rid, ids in cand.outputs.items()
+                 if ids[:tokens] != recompute.outputs.get(rid, [])[:tokens] or not ids)
+    note = ("every probed context matched" if not bad else
+            "mismatch on " + ", ".join(bad) + ": the restored KV is not the KV that was stored")
+    return G3["g3.outputs_differing"].measured(len(bad), limit, at=tokens, note=note)
+
+
+def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
+                    recompute: Sequence[Repetition], limits: G3Limits,
+                    decision: Decision) -> list[Measurement]:
+    """Every G3 measurement per concurrency level (correctness is added by the suite)."""
+    base_by, rec_by = by_concurrency(base), by_concurrency(recompute)
+    out: list[Measurement] = []
+    for c, group in by_concurrency(cand).items():
+        errors = sum(r.errors for r in group)
+        out.append(G3["g3.request_errors"].measured(
+            errors, Limit.at_most(0, "requests"), at=c,
+            note="; ".join(r.error_text for r in group if r.error_text)
+            or f"{sum(r.sent for r in group)} requests sent"))
+        if c not in base_by:
+            out.append(G3["g3.ttft_p50_reduction"].error(
+                f"the G2 baseline has no concurrency {c}", at=c))
+            continue
+        out += gains(c, base_by[c], group, limits, decision)
+        out += storage_proof(c, group, limits)
+        if c in rec_by:
+            out += recompute_reference(c, group, rec_by[c])
+        out.append(self_check(G3["g3.loadgen_fit"], c, group))
+    return out

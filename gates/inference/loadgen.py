@@ -1,0 +1,247 @@
+"""The load generator: streaming OpenAI-compatible requests over one keep-alive pool (DESIGN §5).
+
+Every request sent ends as exactly one RequestRecord, whatever the server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
+
+import aiohttp
+from pydantic import BaseModel, Field, SecretStr
+
+from ..core import RequestOutcome, RequestRecord, percentile
+from .chunks import classify
+from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
+from .sse import SSEDecoder, SSEProtocolError
+
+STAMP = "sim_sent_ns"  # the simulator stamps each event just before writing it
+READ_BUFFER = 4 * 1024 * 1024  # 100K-token responses must not throttle on a small buffer
+
+
+class Endpoint(BaseModel):
+    """One serving instance; an arm may have several (e.g. TP4 x 2)."""
+
+    url: str  # base URL, e.g. http://127.0.0.1:8000
+    model: str = ""
+    api: Literal["completions", "chat"] = "completions"
+    api_key: SecretStr | None = None  # SecretStr: never printed in logs or reports
+
+    def post_url(self) -> str:
+        """The URL requests are POSTed to."""
+        path = "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
+        return self.url.rstrip("/") + path
+
+
+class LoadSettings(BaseModel):
+    """How requests are released: closed loop, open loop at a rate, or a timed trace."""
+
+    mode: Literal["concurrency", "rate", "trace"] = "concurrency"
+    concurrency: int = Field(default=1, ge=1)
+    rate: float = Field(default=1.0, gt=0)  # requests per second, open loop
+    arrival: Literal["poisson", "constant"] = "poisson"
+    seed: int = 0
+    stall_timeout: float = Field(default=60.0, gt=0)  # no bytes for this long = timeout
+    request_timeout: float | None = None  # whole request, None = unbounded
+    ignore_eos: bool = True
+
+
+class PlannedLike(Protocol):
+    """What the generator needs of a planned request (see gates.inference.workloads)."""
+
+    request_id: str
+    prompt: list[int] | str
+    max_tokens: int
+    phase: str
+
+
+class LoadResult(BaseModel):
+    """The records of one phase, its wall duration and the generator's own health."""
+
+    records: list[RequestRecord]
+    wall: float
+    self_check: SelfCheck
+
+
+def payload(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) -> dict:
+    """The JSON body: token-id prompts on /v1/completions, messages on chat."""
+    body: dict = {"model": endpoint.model, "max_tokens": request.max_tokens, "stream": True,
+                  "stream_options": {"include_usage": True}, "temperature": 0.0,
+                  "ignore_eos": settings.ignore_eos}
+    if endpoint.api == "chat":
+        text = request.prompt if isinstance(request.prompt, str) else " ".join(
+            map(str, request.prompt))
+        body["messages"] = [{"role": "user", "content": text}]
+    else:
+        body["prompt"] = request.prompt
+    return body
+
+
+def _input_length(request: PlannedLike) -> int:
+    return len(request.prompt) if isinstance(request.prompt, list) else 0
+
+
+def _stamp_lag(data: str, arrived_ns: int) -> float | None:
+    """Arrival minus the simulator's send stamp of an event, in seconds (timing fidelity)."""
+    try:
+        return (arrived_ns - int(json.loads(data)[STAMP])) / 1e9
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class ResponseStream:
+    """Accumulates one response's events; times are ns since t0."""
+
+    def __init__(self, t0_ns: int = 0) -> None:
+        self.t0_ns = t0_ns
+        self.stamp_lag: float | None = None
+        self.decoder = SSEDecoder()
+        self.content_ns: list[int] = []
+        self.ids: list[int] = []
+        self.usage = None
+        self.done = False
+
+    def feed(self, data: bytes, elapsed_ns: int) -> None:
+        """Take a chunk of the response body as it arrived, elapsed_ns after t0."""
+        for event in self.decoder.feed(data):
+            self._event(event.data, elapsed_ns)
+
+    def _event(self, data: str, elapsed_ns: int) -> None:
+        chunk = classify(data)
+        if chunk.kind == "error":
+            raise SSEProtocolError(f"server sent an error event: {chunk.error}")
+        if chunk.kind == "done":
+            self.done = True
+        if chunk.kind == "content":
+            if not self.content_ns and STAMP in data:
+                self.stamp_lag = _stamp_lag(data, self.t0_ns + elapsed_ns)
+            self.content_ns.append(elapsed_ns)
+            self.ids.extend(chunk.token_ids or [])
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+
+
+def _first(value: int | None, fallback: int) -> int:
+    return fallback if value is None else value
+
+
+def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: float,
+                   stream: ResponseStream | None, outcome: RequestOutcome,
+                   status: int | None = None, error: str = "") -> RequestRecord:
+    """One request's record from its stream: TTFT, token times, usage, outcome."""
+    times = [ns / 1e9 for ns in stream.content_ns] if stream else []
+    usage = stream.usage if stream else None
+    return RequestRecord(
+        request_id=request.request_id, phase=request.phase, warmup=request.phase == "warmup",
+        endpoint=endpoint.url, t0=t0, queue_time=queue, content_times=times,
+        ttft=times[0] if times else None, e2e=times[-1] if times else None,
+        input_tokens=_first(usage and usage.prompt_tokens, _input_length(request)),
+        output_tokens=_first(usage and usage.completion_tokens, len(times)),
+        tokens_from_usage=usage is not None and usage.completion_tokens is not None,
+        cached_tokens=usage.cached_tokens if usage else None,
+        output_ids=stream.ids if stream else [], outcome=outcome, status=status, error=error,
+        stamp_lag=stream.stamp_lag if stream else None)
+
+
+async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: PlannedLike,
+               settings: LoadSettings, origin_ns: int, queue: float = 0.0) -> RequestRecord:
+    """Send one streaming request; every way it can end becomes one outcome with its reason."""
+    headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
+        if endpoint.api_key else {}
+    timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
+                                    sock_read=settings.stall_timeout)
+    # Serialise before t0: a 100K-token prompt takes milliseconds to encode, not the server's.
+    body = json.dumps(payload(endpoint, request, settings)).encode()
+    headers["Content-Type"] = "application/json"
+    t0_ns = time.perf_counter_ns()
+    stream = ResponseStream(t0_ns)
+    t0 = (t0_ns - origin_ns) / 1e9
+    done = functools.partial(request_record, request, endpoint, t0, queue, stream)
+    try:
+        async with session.post(endpoint.post_url(), data=body, headers=headers,
+                                timeout=timeout) as response:
+            if response.status != 200:
+                text = (await response.text(errors="replace"))[:500]
+                return done(RequestOutcome.HTTP_ERROR, status=response.status,
+                            error=f"HTTP {response.status}: {text}")
+            async for data in response.content.iter_any():
+                stream.feed(data, time.perf_counter_ns() - t0_ns)  # stamped on arrival
+            stream.decoder.close()
+            if not stream.done:
+                lost = f" (dropped: {stream.decoder.dropped})" if stream.decoder.dropped else ""
+                return done(RequestOutcome.PROTOCOL_ERROR, status=200,
+                            error=f"stream ended without [DONE]{lost}")
+            return done(RequestOutcome.OK, status=200)
+    except SSEProtocolError as exc:
+        return done(RequestOutcome.PROTOCOL_ERROR, status=200, error=str(exc))
+    except (TimeoutError, aiohttp.ServerTimeoutError):
+        return done(RequestOutcome.TIMEOUT, error=f"no data for {settings.stall_timeout:g} s "
+                    "(stall) or the request timeout passed")
+    except aiohttp.ClientConnectorError as exc:
+        return done(RequestOutcome.HTTP_ERROR, error=f"cannot connect to {endpoint.url}: "
+                    f"{exc.os_error.strerror or exc}")
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
+            aiohttp.ClientResponseError, aiohttp.ClientOSError) as exc:
+        return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
+    except asyncio.CancelledError:
+        return done(RequestOutcome.CANCELLED, error="cancelled before completion")
+
+
+def release_times(count: int, settings: LoadSettings, trace_at: Sequence[float | None]) -> list:
+    """Offsets (s) at which open-loop or trace requests are released; None = closed loop."""
+    if settings.mode == "concurrency":
+        return [None] * count
+    if settings.mode == "trace":
+        return [at or 0.0 for at in trace_at]
+    rng = random.Random(settings.seed)
+    gaps = (rng.expovariate(settings.rate) if settings.arrival == "poisson"
+            else 1.0 / settings.rate for _ in range(count))
+    return list(itertools.accumulate(gaps, initial=0.0))[:count]
+
+
+async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoint],
+                    settings: LoadSettings,
+                    on_record: Callable[[RequestRecord], None] | None = None) -> LoadResult:
+    """Send requests (round-robin over endpoints) and return one record per request."""
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60)
+    monitor = LoopLagMonitor()
+    schedule = release_times(len(requests), settings, [getattr(r, "at", None) for r in requests])
+    lags: list[float] = []
+    slots = asyncio.Semaphore(settings.concurrency if settings.mode == "concurrency"
+                              else len(requests) or 1)
+    records: list[RequestRecord] = []
+
+    async with aiohttp.ClientSession(connector=connector, read_bufsize=READ_BUFFER) as session:
+        monitor.start()
+        origin = time.perf_counter_ns()
+
+        async def one(index: int, request: PlannedLike) -> None:
+            if schedule[index] is not None:
+                delay = schedule[index] - (time.perf_counter_ns() - origin) / 1e9
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                lags.append((time.perf_counter_ns() - origin) / 1e9 - schedule[index])
+            waited = time.perf_counter_ns()
+            async with slots:
+                queue = (time.perf_counter_ns() - waited) / 1e9
+                record = await send(session, endpoints[index % len(endpoints)], request,
+                                    settings, origin, queue)
+            records.append(record)
+            if on_record:
+                on_record(record)
+
+        try:
+            await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        finally:
+            wall = (time.perf_counter_ns() - origin) / 1e9
+            monitor.stop()
+    ttfts = [r.ttft for r in records if r.counted and r.ttft is not None]
+    return LoadResult(records=records, wall=wall, self_check=judge_self_check(
+        monitor.lags, lags, percentile(ttfts, 50) if ttfts else None))

@@ -1,0 +1,127 @@
+"""The run options, declared once: `kvgate run` and the pytest plugin both add them from here.
+
+The configuration they name is read and validated once per run (RunConfig.load) and handed to
+the gate session, whether the run started from the CLI or from `pytest -m gate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .core import LoadedFile, Site, Thresholds, in_checkout, load_site, load_thresholds, shipped
+
+
+@dataclass
+class RunOptions:
+    """What the user asked for on the command line."""
+
+    site: Path = Path("site.toml")
+    thresholds: Path = Path("thresholds.toml")
+    out: Path = Path("reports")
+    run_id: str = ""
+    force: bool = False
+    destructive: bool = False
+    confirm_serial: str = ""
+    soak_duration: str = ""  # e.g. "10m": a shortened G4
+    soak_window: str = ""
+    soak_resume: str = ""  # the run id of a G4 soak to continue
+    soak_metrics_port: int | None = None  # Prometheus endpoint on loopback while soaking
+    checklist_id: str = ""  # the `kvgate checklist` run whose answers the reports carry
+
+    @classmethod
+    def from_namespace(cls, namespace: object) -> RunOptions:
+        """The options from a parsed argparse or pytest namespace (absent ones at default)."""
+        values = {f.name: getattr(namespace, f.name, None) for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: its flag, help text and the type argparse or pytest parses it to."""
+
+    flag: str
+    help: str
+    kind: type = str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The RunOptions field the option fills."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+RUN_OPTIONS = (
+    Option("--site", "site file (default: ./site.toml)", Path),
+    Option("--thresholds", "limits file (default: ./thresholds.toml)", Path),
+    Option("--out", "folder for the store, reports and evidence (default: ./reports)", Path),
+    Option("--run-id", "run id to use (default: a new one)"),
+    Option("--force", "run even if the upstream gate did not pass; the report says so in red",
+           bool),
+    Option("--destructive", "allow fio to write the raw block device named in [target] device",
+           bool),
+    Option("--confirm-serial", "that device's serial, typed back to confirm --destructive"),
+    Option("--soak-duration", "shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)"),
+    Option("--soak-window", "G4 window length, e.g. 1m"),
+    Option("--soak-metrics-port", "serve the soak's metrics for Prometheus on 127.0.0.1:PORT",
+           int, "PORT"),
+    Option("--checklist-id", "the `kvgate checklist` run whose manual answers the reports carry",
+           metavar="ID"),
+    Option("--soak-resume", "continue the G4 soak of RUN_ID from its last committed window",
+           metavar="RUN_ID"),
+)
+DEFAULTS = RunOptions()
+
+
+def add_run_options(add: Callable[..., Any], only: Iterable[str] | None = None,
+                    skip: Iterable[str] = ()) -> None:
+    """Declare the run options through argparse's add_argument or pytest's addoption."""
+    wanted = None if only is None else set(only)
+    for option in RUN_OPTIONS:
+        if option.dest in skip or (wanted is not None and option.dest not in wanted):
+            continue
+        if option.kind is bool:
+            add(option.flag, action="store_true", help=option.help)
+            continue
+        add(option.flag, type=option.kind, default=getattr(DEFAULTS, option.dest),
+            metavar=option.metavar, help=option.help)
+
+
+@dataclass
+class RunConfig:
+    """Both configuration files of a run, validated, with where they came from."""
+
+    site: Site
+    site_file: LoadedFile
+    thresholds: Thresholds
+    thresholds_file: LoadedFile
+
+    embedded: list[str] = field(default_factory=list)  # files taken from kvgate's own copy
+
+    @classmethod
+    def load(cls, options: RunOptions) -> RunConfig:
+        """Read and validate site.toml, then thresholds.toml with the site's limits profile.
+
+        Where the user named neither file and the current folder has none (an installed
+        kvgate run anywhere), kvgate's shipped copy is the embedded default; its relative
+        paths (the target directory) are then taken in the current folder, never inside
+        the installation.
+        """
+        site_path, base, embedded = options.site, None, []
+        if _embedded_default(options.site, DEFAULTS.site):
+            site_path, base = shipped("site.toml"), Path.cwd()
+            embedded.append(str(site_path))
+        th_path = options.thresholds
+        if _embedded_default(th_path, DEFAULTS.thresholds):
+            th_path = shipped("thresholds.toml")
+            embedded.append(str(th_path))
+        site, site_file = load_site(site_path, base)
+        thresholds, thresholds_file = load_thresholds(th_path, site.site.limits_profile)
+        return cls(site, site_file, thresholds, thresholds_file, embedded)
+
+
+def _embedded_default(path: Path, default: Path) -> bool:
+    # Only the default name, only when it is absent: a file the user names is never replaced.
+    return path == default and not path.exists() and not in_checkout()

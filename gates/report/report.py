@@ -1,0 +1,146 @@
+"""Sign-off reports: one static, sealed HTML file (no JavaScript) and the same record as JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup, escape
+from pydantic import BaseModel
+
+from ..core import Arm, GateRecord, Measurement, Outcome, SiteInfo
+from ..store import Store, write_new
+from .sealing import SEAL_ID, seal, seal_placeholder
+
+# The revision of the report's format (sections, their order and meaning). Raise it when a
+# reader comparing two reports of the same gate would otherwise be misled.
+REPORT_REVISION = "1"
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("gates.report", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def decision_rule(record: GateRecord, statistic: str, confidence: float,
+                  marginal_band: float) -> str:
+    """The rule that turned measurements into this verdict, in words a reader can audit."""
+    band = (f"a pass within {marginal_band:g} % of a bound is MARGINAL; " if marginal_band
+            else "")
+    return (
+        f"Each measurement is held against its limit from thresholds.toml (revision "
+        f"{record.thresholds_revision}); bounds are inclusive unless the limit shows < or >. "
+        f"Statistic: {statistic.replace('_', ' ')} at {confidence:.0%} confidence where an "
+        f"interval is given; {band}a MARGINAL result is not a pass and needs a reviewer's "
+        "waiver. The gate PASSES only if at least one measurement was taken and every "
+        "applicable measurement passed; any FAIL makes it FAIL; otherwise any ERROR (not "
+        "measured) makes it ERROR, any BLOCKED makes it BLOCKED. NOT APPLICABLE checks do not "
+        "count either way.")
+
+
+def format_value(m: Measurement) -> str:
+    """A measurement's value for a table cell: "5.23 GB/s", or "—" when unmeasured."""
+    if m.value is None:
+        return "—"
+    text = f"{m.value:,.0f}" if abs(m.value) >= 1e4 else f"{m.value:,.4g}"
+    return f"{text} {m.unit}".strip()
+
+
+def format_margin(m: Measurement) -> str:
+    """Distance to the limit with its sign and unit, e.g. "+1.2 GB/s"."""
+    margin = m.margin
+    if margin is None:
+        return "—"
+    text = f"{margin:+,.0f}" if abs(margin) >= 1e4 else f"{margin:+,.4g}"
+    return f"{text} {m.unit}".strip()
+
+
+def css_string(text: str) -> Markup:
+    """Text as a quoted CSS string, safe inside <style> (which HTML does not unescape)."""
+    escaped = "".join(c if c.isalnum() or c in " ./:-_·,()" else f"\\{ord(c):x} "
+                      for c in str(text))
+    return Markup(f'"{escaped}"')
+
+
+def breakable(text: object) -> Markup:
+    """Escaped text that may wrap after . _ / - : long keys and paths break at their parts."""
+    return Markup(re.sub(r"([._/-])", r"\1<wbr>", str(escape(str(text)))))
+
+
+_ENV.filters["value"] = format_value
+_ENV.filters["margin"] = format_margin
+_ENV.filters["css_string"] = css_string
+_ENV.filters["breakable"] = breakable
+
+# A shell line that zeroes the seal's digits and hashes the rest: the seal, recomputed by hand.
+RECOMPUTE = (f"sed -E \"s/(id=\\\"{SEAL_ID}\\\">)[0-9a-f]{{64}}/\\1$(printf '%064d' 0)/\" "
+             "FILE.html | sha256sum")
+
+class ReportContext(BaseModel):
+    """What a report shows besides its record, gathered by the session that ran the gate."""
+
+    site: SiteInfo
+    profile: str = ""
+    profile_description: str = ""
+    statistic: str = "point"
+    confidence: float = 0.95
+    marginal_band: float = 0.0
+    target: str = ""
+    thresholds_path: str = ""
+    site_path: str = ""
+    charts: dict[str, list[tuple[str, str]]] = {}  # gate: (title, inline SVG)
+    simulated_arms: list[str] = []
+    arms: list[dict[str, str]] = []  # arm_row() of each arm the gate measured
+    retests: list[dict[str, str]] = []  # retest_rows(): earlier records of the gate
+
+
+def render_html(record: GateRecord, context: ReportContext, rule: str = "") -> str:
+    """The gate's HTML report; a gate adds its own section template, not a copy of this one."""
+    section = f"sections/{record.gate}.html.j2"
+    has_section = section in _ENV.list_templates()
+    return _ENV.get_template("report.html.j2").render(
+        record=record, rows=record.ordered(), section=section if has_section else None,
+        Outcome=Outcome, seal=Markup(seal_placeholder()), report_revision=REPORT_REVISION,
+        recompute_seal=RECOMPUTE, **dict(context), rule=rule or decision_rule(
+            record, context.statistic, context.confidence, context.marginal_band),
+        engine_versions={k: v for k, v in record.tool_versions.items()
+                         if k.startswith("engine")})
+
+
+def arm_row(name: str, arm: Arm) -> dict[str, str]:
+    """One arm as the report lists it: how it was reached, which engine, where its KV went."""
+    how = (f"launched: {' '.join(arm.command)}" if arm.kind == "launch"
+           else f"endpoint: {', '.join(arm.urls)}")
+    return {"name": name, "engine": arm.engine, "model": arm.model or "—", "how": how,
+            "kv_dir": str(arm.kv_dir) if arm.kv_dir else "none (recompute)"}
+
+
+def retest_rows(store: Store, record: GateRecord) -> list[dict[str, str]]:
+    """Earlier records of the same gate and site (retests), oldest first, as table rows."""
+    return [{"run_id": r.run_id, "verdict": r.verdict.value, "finished": r.finished,
+             "sha256": digest} for r, digest in store.earlier_records(record.gate, record.site,
+                                                                      record.run_id)]
+
+
+def write_reports(record: GateRecord, context: ReportContext, folder: Path) -> dict[str, Path]:
+    """Write <gate>.html (sealed), <gate>.html.seal and <gate>.json into the run's folder.
+
+    Files of an earlier run are never touched. The seal file holds the report's own SHA-256
+    outside the report, so a summary or a bundle can list it without parsing HTML.
+    """
+    rule = decision_rule(record, context.statistic, context.confidence, context.marginal_band)
+    body = json.loads(record.canonical_json())
+    body["decision_rule"] = rule
+    body["record_sha256"] = record.sha256()
+    html, digest = seal(render_html(record, context, rule))
+    name = f"{record.gate}.html"
+    return {
+        "json": write_new(folder / f"{record.gate}.json", json.dumps(body, indent=2) + "\n"),
+        "html": write_new(folder / name, html),
+        "seal": write_new(folder / f"{name}.seal", f"{digest}  {name}\n"),
+    }

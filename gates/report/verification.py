@@ -1,0 +1,214 @@
+"""`kvgate verify`: re-check records, evidence, report seals, the chain and a bundle's manifest.
+
+PATH is a run folder, one gate JSON, a bundle (.tar.gz) or an extracted bundle. Every problem
+names the file as a path relative to what was given (inside a bundle: the path in the archive)
+and says what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from ..core import json_digest
+from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
+from .sealing import SEAL_ID, check_seal
+from .summary import SUMMARY_HASH_KEY, summary_digest
+
+EXTRA_KEYS = ("decision_rule", "record_sha256")  # written beside the record, not hashed
+RECORDS = "g[1-4].json"
+ARCHIVES = (".tar.gz", ".tgz", ".tar")
+
+
+def record_digest(body: dict) -> str:
+    """SHA-256 of a gate JSON's record part, exactly as GateRecord.sha256() computed it."""
+    return json_digest(body, EXTRA_KEYS)
+
+
+def _name(path: Path, root: Path | None) -> str:
+    return Path(os.path.relpath(path, root)).as_posix() if root else path.name
+
+
+def _read(path: Path, root: Path | None = None) -> tuple[dict | None, str]:
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"{_name(path, root)}: unreadable ({exc})"
+    if not isinstance(body, dict):
+        return None, f"{_name(path, root)}: not a JSON object"
+    return body, ""
+
+
+def check_record(path: Path, root: Path | None = None) -> list[str]:
+    """What is wrong with one gate JSON and the evidence it lists ([] when intact)."""
+    body, problem = _read(path, root)
+    if body is None:
+        return [problem]
+    me = _name(path, root)
+    problems = []
+    if record_digest(body) != body.get("record_sha256"):
+        problems.append(f"{me}: the record was altered (its SHA-256 no longer matches "
+                        f"{str(body.get('record_sha256'))[:16]}…)")
+    for name, digest in sorted((body.get("evidence") or {}).items()):
+        file = path.parent / name
+        shown = _name(file, root) if root else name
+        if not file.is_file() or file.is_symlink():
+            problems.append(f"{shown}: missing (listed in {me})")
+        elif (actual := sha256_file(file)) != digest:
+            problems.append(f"{shown}: altered (SHA-256 {actual[:16]}… but {me} recorded "
+                            f"{digest[:16]}…)")
+    return problems
+
+
+def _cited(path: Path, root: Path | None, gate: str, run_id: str, digest: str) -> list[str]:
+    """A record cited by (gate, run, hash) must sit beside the citing run and hash as cited."""
+    me = _name(path, root)
+    if not run_id or Path(run_id).name != run_id or run_id in (".", ".."):
+        return [f"{me}: cites {gate} of run {run_id!r}, which is not a run id"]
+    cited = path.parent.parent / run_id / f"{gate}.json"
+    found, problem = _read(cited, root)
+    if found is None:
+        return [f"{me}: cites {gate} of run {run_id}, which is not here ({problem})"]
+    if found.get("record_sha256") != digest:
+        return [f"{me}: the {gate} record it stands on ({run_id}) is not the one it cited"]
+    return []
+
+
+def check_chain(path: Path, root: Path | None = None) -> list[str]:
+    """The upstream record a gate cites must exist beside this run and hash as cited."""
+    body, _ = _read(path, root)
+    up = (body or {}).get("upstream")
+    if not isinstance(up, dict):
+        return []
+    return _cited(path, root, str(up.get("gate")), str(up.get("run_id", "")),
+                  str(up.get("record_sha256")))
+
+
+def _sidecar(path: Path, html: str, root: Path | None) -> list[str]:
+    """A <report>.seal file beside the report must name the seal the report carries."""
+    sidecar = path.with_name(path.name + ".seal")
+    if not sidecar.is_file():
+        return []
+    written = (sidecar.read_text(errors="replace").split() or [""])[0]
+    inside = re.search(rf'id="{SEAL_ID}">([0-9a-f]{{64}})<', html)
+    if inside and inside.group(1) == written:
+        return []
+    return [f"{_name(sidecar, root)}: names seal {written[:16]}…, not the one inside "
+            f"{path.name}"]
+
+
+def check_report_seal(path: Path, root: Path | None = None) -> list[str]:
+    """An HTML report must carry a seal that matches its content (and its .seal file)."""
+    try:
+        html = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"{_name(path, root)}: unreadable ({exc})"]
+    problem = check_seal(html)
+    return [f"{_name(path, root)}: {problem}"] if problem else _sidecar(path, html, root)
+
+
+def check_summary(path: Path, root: Path | None = None) -> list[str]:
+    """summary.json must hash as it says and cite records that are here, as they are."""
+    body, problem = _read(path, root)
+    if body is None:
+        return [problem]
+    problems = []
+    if summary_digest(body) != body.get(SUMMARY_HASH_KEY):
+        problems.append(f"{_name(path, root)}: the summary was altered (its SHA-256 no longer "
+                        f"matches {str(body.get(SUMMARY_HASH_KEY))[:16]}…)")
+    for link in body.get("chain") or []:
+        if isinstance(link, dict) and link.get("run_id"):
+            problems += _cited(path, root, str(link.get("gate")), str(link["run_id"]),
+                               str(link.get("record_sha256")))
+    return problems
+
+
+def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list[str]:
+    """Evidence files no record of the run lists: added after the fact, or never hashed."""
+    listed = set()
+    for path in records:
+        body, _ = _read(path)
+        listed |= set((body or {}).get("evidence") or {})
+    evidence = folder / "evidence"
+    found = sorted(p for p in evidence.rglob("*") if p.is_file() or p.is_symlink())
+    return [f"{_name(p, root)}: unlisted (in the evidence folder, but no record's manifest "
+            "lists it)" for p in found if p.relative_to(folder).as_posix() not in listed]
+
+
+def check_run(folder: Path, root: Path) -> tuple[list[str], list[str]]:
+    """(files checked, problems) for one run folder, names relative to root."""
+    records = sorted(folder.glob(RECORDS))
+    reports = sorted(folder.glob("g[1-4].html")) + [p for p in [folder / "summary.html"]
+                                                     if p.is_file()]
+    summary = [p for p in [folder / "summary.json"] if p.is_file()]
+    problems = [p for f in records for p in check_record(f, root) + check_chain(f, root)]
+    problems += [p for f in reports for p in check_report_seal(f, root)]
+    problems += [p for f in summary for p in check_summary(f, root)]
+    if records:
+        problems += check_unlisted(folder, records, root)
+    else:
+        problems.append(f"{_name(folder, root)}: no gate record (g1.json … g4.json) here")
+    return [_name(f, root) for f in records + reports + summary], problems
+
+
+def check_manifest(root: Path) -> tuple[list[str], list[str]]:
+    """(files listed, problems) of a bundle's MANIFEST.sha256 against the files beside it."""
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        return [], [f"{MANIFEST}: missing (every bundle carries one at its top level)"]
+    digests, bad = parse_manifest(manifest.read_text(encoding="utf-8", errors="replace"))
+    problems = [f"{MANIFEST}: {line} is not '<SHA-256>  <path>'" for line in bad]
+    for name, digest in sorted(digests.items()):
+        file = root / name
+        if not file.is_file() or file.is_symlink():
+            problems.append(f"{name}: missing (listed in {MANIFEST})")
+        elif (actual := sha256_file(file)) != digest:
+            problems.append(f"{name}: altered (SHA-256 {actual[:16]}… but {MANIFEST} recorded "
+                            f"{digest[:16]}…)")
+    present = {_name(p, root) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+    problems += [f"{name}: unlisted (in the bundle, but not in {MANIFEST})"
+                 for name in sorted(present - set(digests) - {MANIFEST})]
+    return [MANIFEST], problems
+
+
+def verify_tree(root: Path) -> tuple[list[str], list[str]]:
+    """(files checked, problems) for an extracted bundle: its manifest and every run in it."""
+    files, problems = check_manifest(root)
+    runs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(RECORDS)))
+    for folder in runs:
+        checked, found = check_run(folder, root)
+        files, problems = files + checked, problems + found
+    if not runs:
+        problems.append("no run folder with a gate record (<run>/g1.json …) in the bundle")
+    return files, problems
+
+
+def verify_bundle(archive: Path) -> tuple[list[str], list[str]]:
+    """(files checked, problems) for a bundle file, extracted safely to a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="kvgate-verify-") as tmp:
+        try:
+            safe_extract(archive, Path(tmp))
+        except BundleError as exc:
+            return [], [str(exc)]
+        return verify_tree(Path(tmp))
+
+
+def verify(path: Path) -> tuple[list[str], list[str]]:
+    """(files checked, problems) for a run folder, one gate JSON, or a bundle."""
+    path = Path(path)
+    if path.is_file() and path.name.endswith(ARCHIVES):
+        return verify_bundle(path)
+    if path.is_file():
+        root = path.parent
+        html = [p for p in [path.with_suffix(".html")] if p.is_file()]
+        problems = check_record(path, root) + check_chain(path, root)
+        problems += [p for f in html for p in check_report_seal(f, root)]
+        return [path.name] + [f.name for f in html], problems
+    if (path / MANIFEST).is_file():
+        return verify_tree(path)
+    if not path.is_dir():
+        return [], [f"{path}: no such run folder, gate JSON or bundle"]
+    return check_run(path, path)

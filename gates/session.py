@@ -1,0 +1,203 @@
+"""A gate run: configuration, the store, upstream checks, and the records written at the end."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .checklist import ChecklistStore
+from .core import (
+    CHECKOUT,
+    SIMULATED_ENGINE,
+    Arm,
+    ChecklistAnswer,
+    DutItem,
+    GateRecord,
+    LoadedFile,
+    Measurement,
+    Outcome,
+    Site,
+    Thresholds,
+    UpstreamRef,
+    upstream_gate,
+)
+from .engines import EngineRun, choose_engine
+from .options import RunConfig, RunOptions
+from .report import ReportContext, arm_row, retest_rows, write_reports
+from .store import Store, new_run_id, utc_now
+
+
+def source_commit() -> str:
+    """The git commit kvgate runs from ("+dirty" with local changes), or "unknown"."""
+    repo = CHECKOUT
+    try:
+        found = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty=+dirty",
+                                "--abbrev=12"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "unknown"
+
+
+def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | None, str]:
+    """The upstream record a gate stands on, and why it blocks the gate ("" if it does not)."""
+    before = upstream_gate(gate)
+    if before is None:
+        return None, ""
+    found = store.latest_record(before, site)
+    if found is None:
+        return None, f"no {before.upper()} record for site '{site}': run {before} first"
+    record, digest = found
+    ref = UpstreamRef(gate=before, run_id=record.run_id, verdict=record.verdict,
+                      record_sha256=digest)
+    if record.verdict is not Outcome.PASS:
+        return ref, (f"{before.upper()} did not pass (run {record.run_id}: "
+                     f"{record.verdict.value})")
+    return ref, ""
+
+
+@dataclass
+class GateSession:
+    """One run of one or more gates, sharing a run id, a store and the configuration."""
+
+    options: RunOptions
+    site: Site
+    thresholds: Thresholds
+    site_file: LoadedFile
+    thresholds_file: LoadedFile
+    store: Store
+    run_id: str
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    started: dict[str, str] = field(default_factory=dict)
+    upstream: dict[str, tuple[UpstreamRef | None, str]] = field(default_factory=dict)
+    deviations: dict[str, list[str]] = field(default_factory=dict)
+    inventory: list[DutItem] = field(default_factory=list)  # the DUT, collected by G1
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
+    finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
+    charts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # gate: (title, svg)
+    engine_run: EngineRun | None = None  # chosen on first use by engine()
+
+    @classmethod
+    def open(cls, options: RunOptions, config: RunConfig | None = None) -> GateSession:
+        """Open the store and register the run; the configuration is loaded unless handed in."""
+        config = config or RunConfig.load(options)
+        site, site_file = config.site, config.site_file
+        thresholds, thresholds_file = config.thresholds, config.thresholds_file
+        store = Store(options.out)
+        run_id = options.run_id or new_run_id()
+        session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
+        session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
+                                 "platform": platform.platform(),
+                                 "kvgate commit": source_commit()}
+        store.begin_run(run_id, site.site.name, site_sha256=site_file.sha256,
+                        thresholds_revision=thresholds.meta.revision,
+                        thresholds_sha256=thresholds_file.sha256,
+                        limits_profile=thresholds.profile,
+                        tool_versions=session.tool_versions)
+        return session
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Where this run's raw evidence files go."""
+        return self.store.run_dir(self.run_id) / "evidence"
+
+    def blocked_reason(self, gate: str) -> str:
+        """Why this gate may not run now ("" if it may); --force turns a block into a note."""
+        for earlier in [g for g in sorted(self.started) if g < gate]:
+            self.finish_gate(earlier)  # `run all`: G1's record must exist before G2 asks
+        if gate not in self.upstream:
+            self.upstream[gate] = upstream_problem(self.store, gate, self.site.site.name)
+        reason = self.upstream[gate][1]
+        if reason and self.options.force:
+            self.deviate(gate, f"FORCED: run despite the upstream gate: {reason}")
+            return ""
+        return reason
+
+    def deviate(self, gate: str, text: str) -> None:
+        """Record a deviation from the procedure, shown on the gate's report."""
+        notes = self.deviations.setdefault(gate, [])
+        if text not in notes:
+            notes.append(text)
+
+    def record(self, gate: str, measurement: Measurement) -> None:
+        """Store one measurement of a gate the moment it is made."""
+        if gate in self.finished:
+            raise RuntimeError(f"{gate.upper()} is already signed off in run {self.run_id}: "
+                               "run its checks before the next gate's")
+        self.started.setdefault(gate, utc_now())
+        self.store.add_measurement(self.run_id, gate, measurement)
+
+    def add_evidence(self, path: Path) -> str:
+        """Hash an evidence file into the manifest; returns its run-relative name."""
+        path = path.parent.resolve() / path.name
+        self.store.add_evidence(self.run_id, path)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
+
+    def engine(self) -> EngineRun:
+        """The engine G2/G3 measure, chosen once per run ([engine] prefer, if installed)."""
+        if self.engine_run is None:
+            self.engine_run = choose_engine(self.site.engine, self.site.arms,
+                                            self.site.target.directory)
+        return self.engine_run
+
+    def arms(self, gate: str) -> dict[str, Arm]:
+        """The arms a gate measures: the chosen engine's for G2/G3, the site's for G4."""
+        if gate in ("g2", "g3"):
+            return self.engine().arms
+        return self.site.arms if gate != "g1" else {}
+
+    def simulated_arms(self, gate: str) -> list[str]:
+        """The names of the gate's arms that run kvgate's engine simulator."""
+        return sorted(n for n, arm in self.arms(gate).items() if arm.engine == "kvgate-sim")
+
+    def checklist_answers(self, gate: str) -> list[ChecklistAnswer]:
+        """The manual checklist answers given for this gate in the `kvgate checklist` run."""
+        if not self.options.checklist_id:
+            return []
+        return ChecklistStore(self.store).answers(self.options.checklist_id, gate)
+
+    def finish(self) -> list[tuple[GateRecord, dict[str, Path]]]:
+        """Build, store and report a record for every gate that recorded anything."""
+        for gate in sorted(self.started):
+            self.finish_gate(gate)
+        return [self.finished[g] for g in sorted(self.finished)]
+
+    def finish_gate(self, gate: str) -> None:
+        """Store and report one gate's record, once; later measurements are refused."""
+        if gate in self.finished:
+            return
+        upstream = self.upstream.get(gate, (None, ""))[0]
+        simulated = ", ".join(self.simulated_arms(gate))
+        if simulated:  # carried by the record, so a summary of any later run sees it too
+            self.deviate(gate, f"{SIMULATED_ENGINE}: the arms {simulated} run kvgate's reference "
+                         "engine simulator, not a real inference engine")
+        record = GateRecord(
+            gate=gate, run_id=self.run_id, site=self.site.site.name,
+            started=self.started[gate], finished=utc_now(),
+            measurements=self.store.measurements(self.run_id, gate),
+            thresholds_revision=self.thresholds.meta.revision,
+            thresholds_sha256=self.thresholds_file.sha256,
+            site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
+            tool_versions=self.tool_versions, upstream=upstream,
+            forced=any(d.startswith("FORCED:") for d in self.deviations.get(gate, [])),
+            deviations=self.deviations.get(gate, []),
+            evidence=self.store.manifest(self.run_id),
+            inventory=self.inventory if gate == "g1" else [],
+            facts=self.facts.get(gate, {}), checklist=self.checklist_answers(gate))
+        self.store.save_record(record)
+        self.finished[gate] = (record, write_reports(record, self.report_context(record),
+                                                     self.store.run_dir(record.run_id)))
+
+    def report_context(self, record: GateRecord) -> ReportContext:
+        """What the gate's report shows besides its record: site, profile, arms, retests."""
+        th = self.thresholds
+        return ReportContext(
+            site=self.site.site, profile=th.profile, profile_description=th.profile_description,
+            statistic=th.decision.statistic, confidence=th.decision.confidence,
+            marginal_band=th.decision.marginal_band, target=str(self.site.target.directory),
+            thresholds_path=self.thresholds_file.path, site_path=self.site_file.path,
+            charts=self.charts, simulated_arms=self.simulated_arms(record.gate),
+            arms=[arm_row(name, arm) for name, arm in self.arms(record.gate).items()],
+            retests=retest_rows(self.store, record))

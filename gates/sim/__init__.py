@@ -1,0 +1,81 @@
+"""The reference engine simulator: an OpenAI-compatible server with a real storage KV tier.
+
+It imports nothing else of gates, so an arm running it is an honest, separate server. Run it as
+`python -m gates.sim --profile tiny --port 8000` (or `kvgate sim serve`, the same options).
+"""
+
+from .cli import (
+    SERVE_HELP,
+    add_serve_options,
+    bandwidth,
+    build_parser,
+    main,
+    serve_command,
+    serve_examples,
+)
+from .model import (
+    HEADER_SIZE,
+    PROFILES,
+    QWEN3_CODER_480B_KV_BYTES_PER_TOKEN,
+    FaultConfig,
+    LruCache,
+    Profile,
+    chat_ids,
+    chunk_hashes,
+    chunk_payload,
+    clean_digest,
+    corrupt,
+    decode_seconds,
+    fault_hits,
+    is_corrupted,
+    kv_digest,
+    output_ids,
+    plan_prefill,
+    prefill_seconds,
+    root_hash,
+    text_ids,
+    token_text,
+    verify_payload,
+)
+from .server import ENGINE, SIM_HEADER, Engine, build_app, get_profile, serve
+from .tier import KvTier, Throttle
+
+__all__ = [
+    "ENGINE",
+    "Engine",
+    "FaultConfig",
+    "HEADER_SIZE",
+    "KvTier",
+    "LruCache",
+    "PROFILES",
+    "Profile",
+    "QWEN3_CODER_480B_KV_BYTES_PER_TOKEN",
+    "SERVE_HELP",
+    "SIM_HEADER",
+    "Throttle",
+    "add_serve_options",
+    "bandwidth",
+    "build_app",
+    "build_parser",
+    "chat_ids",
+    "chunk_hashes",
+    "chunk_payload",
+    "clean_digest",
+    "corrupt",
+    "decode_seconds",
+    "fault_hits",
+    "get_profile",
+    "is_corrupted",
+    "kv_digest",
+    "main",
+    "output_ids",
+    "plan_prefill",
+    "prefill_seconds",
+    "root_hash",
+    "serve",
+    "serve_command",
+    "serve_examples",
+    "text_ids",
+    "token_text",
+    "verify_payload",
+]

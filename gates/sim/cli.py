@@ -1,0 +1,109 @@
+"""The simulator's command line, declared once: `python -m gates.sim` and `kvgate sim serve`.
+
+`python -m gates.sim` is the standalone entry every launch arm uses: it loads only this package
+(plus aiohttp and pydantic), not the rest of kvgate, so an arm's start-up is the server's own.
+`kvgate sim serve` registers the same options through ``add_serve_options`` and runs
+``serve_command``, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .model import PROFILES, FaultConfig
+from .server import serve
+
+__all__ = ["SERVE_HELP", "add_serve_options", "bandwidth", "build_parser", "main", "serve_command",
+           "serve_examples"]
+
+SERVE_HELP = "serve the simulator on loopback"
+
+_EXAMPLES = """examples:
+  {cmd} --profile tiny --kv-dir /tmp/kv --port 8000     (in one terminal)
+  kvgate loadgen --url http://127.0.0.1:8000 --workload cold-recovery --concurrency 8
+  {cmd} --profile tiny --port 8001     (no --kv-dir: no KV tier, every prompt recomputed)
+  {cmd} --kv-dir /tmp/kv --read-limit 20MB/s --faults '{{"error_every": 10}}'
+"""
+
+# Bandwidth units as gates.core.units reads them (kept equal by tests/test_sim_standalone.py):
+# the simulator may not import gates.core, and --read-limit must mean the same in both.
+_RATE = re.compile(r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-zµ/%]*)")
+_BYTES = {"b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
+          "kib/s": 1024.0, "mib/s": 1024.0**2, "gib/s": 1024.0**3, "tib/s": 1024.0**4}
+_BITS = {"kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
+         "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8}
+
+
+def serve_examples(command: str) -> str:
+    """The --help epilog, its examples spelled with ``command`` (how the user started us)."""
+    return _EXAMPLES.format(cmd=command)
+
+
+def bandwidth(text: str) -> float:
+    """Bytes per second from "20MB/s", "800MiB/s" or "10 Gbit/s"; ValueError otherwise."""
+    match = _RATE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a bandwidth (write it like '5.2 GB/s')")
+    number, unit = match.groups()
+    key = unit.lower()
+    if re.fullmatch(r"[KMGT]b/s", unit):
+        key = unit[0].lower() + "bit/s"  # "Gb/s" is bits, "GB/s" is bytes
+    elif re.fullmatch(r"[kmgt]?b/s|[kmgtKMGT]ib/s", unit):
+        # "gb/s" or "Mib/s": bits or bytes? Guessing wrong is a factor of 8.
+        raise ValueError(f"ambiguous bandwidth unit {unit!r} in {text!r}: write 'GB/s' or "
+                         "'MiB/s' for bytes, 'Gb/s' or 'Gbit/s' for bits")
+    factor = _BYTES.get(key) or _BITS.get(key)
+    if factor is None:
+        raise ValueError(f"unknown bandwidth unit {unit!r} in {text!r} "
+                         "(use MB/s, GB/s, MiB/s, GiB/s, or Gb/s / Gbit/s for links)")
+    result = float(number) * factor
+    if not math.isfinite(result):
+        raise ValueError(f"{text!r} is too large for a bandwidth")
+    return result
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    """Declare the simulator's options on ``parser`` (standalone or `kvgate sim serve`)."""
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="tiny")
+    parser.add_argument("--kv-dir", type=Path, help="storage tier directory (none: recompute)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--faults", default="", help='JSON, e.g. \'{"error_every": 10}\'')
+    parser.add_argument("--read-limit", default="",
+                        help="cap the tier's read bandwidth, e.g. 20MB/s (a slower tier)")
+
+
+def build_parser(prog: str = "python -m gates.sim") -> argparse.ArgumentParser:
+    """The standalone parser: the options of add_serve_options, examples in the epilog."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="kvgate's reference engine simulator: an OpenAI-compatible "
+        "server with vLLM-style /metrics and a real storage KV tier, on loopback unless --host.",
+        epilog=serve_examples(prog), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_serve_options(parser)
+    return parser
+
+
+def serve_command(args: argparse.Namespace, name: str = "sim serve") -> int:
+    """Run the simulator the parsed options describe until Ctrl-C; 2 if they are bad."""
+    try:
+        faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
+        if args.read_limit:
+            faults.read_bytes_per_s = bandwidth(args.read_limit)
+    except (ValidationError, ValueError) as exc:  # ValidationError first: it is a ValueError
+        print(f"{name}: bad --faults or --read-limit: {exc}", file=sys.stderr)
+        return 2
+    serve(args.profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m gates.sim [options]`: parse ``argv`` (default sys.argv[1:]) and serve."""
+    parser = build_parser()
+    return serve_command(parser.parse_args(argv), parser.prog)

@@ -1,0 +1,99 @@
+"""G4 health collectors' common ground: the window context, the protocol, process and free space.
+
+Each collector returns one HealthReading per window; where it cannot apply it says NOT
+APPLICABLE with the reason. The kernel log, NVMe and fio verify collectors have modules of
+their own (kernel_log, nvme_health, fio_verify).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import psutil
+from pydantic import BaseModel
+
+from .rules import FREE_SPACE, PROCESS, HealthReading
+
+MAX_DETAILS = 20  # lines kept per reading: a storm of identical errors must not flood the store
+
+
+class WindowContext(BaseModel):
+    """The window a reading is for; ``since`` is the last committed window's end (gaps too)."""
+
+    index: int
+    start: float
+    end: float
+    since: float
+
+
+class Collector(Protocol):
+    """A health signal. concurrent ones run in a worker thread during the window (fio)."""
+
+    name: str
+    concurrent: bool
+
+    def prime(self, now: float) -> None: ...
+
+    def collect(self, ctx: WindowContext) -> HealthReading: ...
+
+
+class BaseCollector:
+    """What most collectors share: they run after the window's load and need no baseline."""
+
+    concurrent = False
+
+    def prime(self, now: float) -> None:
+        """Take a baseline before the first window of a session (most collectors need none)."""
+
+
+# ---- the engine's process and the target's free space -----------------------------------
+
+class ProcessHealth(BaseCollector):
+    """RSS and open files of a local engine process and its children (psutil)."""
+
+    name = PROCESS
+
+    def __init__(self, pid: Callable[[], int | None]):
+        self.pid = pid
+
+    def collect(self, ctx: WindowContext) -> HealthReading:
+        """RSS bytes and open file descriptors; N/A for an engine kvgate does not run."""
+        pid = self.pid()
+        if pid is None:
+            return HealthReading.not_applicable("the engine is not a local process kvgate "
+                                                "started (endpoint arm)")
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+            rss = sum(p.memory_info().rss for p in tree)
+            fds = sum(p.num_fds() for p in tree)
+        except psutil.NoSuchProcess:
+            return HealthReading.failed(f"engine process {pid} is gone")
+        except psutil.AccessDenied as exc:
+            return HealthReading.not_applicable(f"no access to process {pid}: {exc}")
+        return HealthReading(values={"rss_bytes": float(rss), "open_files": float(fds),
+                                     "processes": float(len(tree))})
+
+
+class FreeSpace(BaseCollector):
+    """Free space on the target; an alert below site.toml's min_free."""
+
+    name = FREE_SPACE
+
+    def __init__(self, directory: Path, min_free: int = 0):
+        self.directory, self.min_free = Path(directory), min_free
+
+    def collect(self, ctx: WindowContext) -> HealthReading:
+        """Free and total bytes of the target's filesystem."""
+        try:
+            usage = shutil.disk_usage(self.directory)
+        except OSError as exc:
+            return HealthReading.failed(f"cannot stat the target {self.directory}: {exc}")
+        low = usage.free < self.min_free
+        return HealthReading(status="alert" if low else "ok",
+                             values={"free_bytes": float(usage.free),
+                                     "total_bytes": float(usage.total)},
+                             reason=f"below min_free {self.min_free}" if low else "")

@@ -1,0 +1,115 @@
+"""The G4 NVMe collectors: SMART snapshots with per-window deltas, and NVMe-oF path states."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..storage import (
+    CommandRunner,
+    ParseError,
+    ToolMissing,
+    as_int,
+    json_document,
+    parse_list_subsys,
+    parse_smart_log,
+)
+from .health import BaseCollector, WindowContext
+from .rules import PATHS, SMART, HealthReading
+
+
+def smart_totals(texts: dict[str, str]) -> dict[str, float]:
+    """Device -> ``nvme smart-log -o json`` text, summed (errors), OR-ed (warning), maxed."""
+    out = {"media_errors": 0.0, "error_log_entries": 0.0, "critical_warning": 0.0,
+           "temperature_max_c": -273.0, "percent_used_max": 0.0}
+    for device, text in texts.items():
+        command = f"nvme smart-log {device} -o json"
+        log = parse_smart_log(text, command)
+        entries = as_int(json_document(text, command).get("num_err_log_entries"), command,
+                         "num_err_log_entries") or 0
+        out["media_errors"] += log.media_errors
+        out["error_log_entries"] += entries
+        out["critical_warning"] = float(int(out["critical_warning"]) | log.critical_warning)
+        out["temperature_max_c"] = max(out["temperature_max_c"], log.temperature_c)
+        out["percent_used_max"] = max(out["percent_used_max"], log.percent_used)
+    return out
+
+
+class Smart(BaseCollector):
+    """SMART snapshots of the target's NVMe devices, with deltas against the last snapshot."""
+
+    name = SMART
+
+    def __init__(self, runner: CommandRunner, devices: Sequence[str]):
+        self.runner, self.devices = runner, list(devices)
+        self.previous: dict[str, float] | None = None
+
+    def _snapshot(self) -> dict[str, float]:
+        texts = {}
+        for device in self.devices:
+            done = self.runner.run(["nvme", "smart-log", device, "-o", "json"], timeout=30)
+            if done.returncode != 0:
+                raise ParseError(f"nvme smart-log {device}", done.stderr.strip() or
+                                 f"exit {done.returncode}")
+            texts[device] = done.stdout
+        return smart_totals(texts)
+
+    def prime(self, now: float) -> None:
+        """The baseline snapshot the first window's deltas are taken against."""
+        try:
+            self.previous = self._snapshot() if self.devices else None
+        except (ToolMissing, ParseError):
+            self.previous = None  # collect() reports the reason
+
+    def collect(self, ctx: WindowContext) -> HealthReading:
+        """Totals now and their change since the previous snapshot."""
+        if not self.devices:
+            return HealthReading.not_applicable("no NVMe devices named for the target "
+                                                "(site.toml [topology] devices)")
+        try:
+            now = self._snapshot()
+        except ToolMissing as exc:
+            return HealthReading.not_applicable(f"nvme-cli is not installed: {exc}")
+        except ParseError as exc:
+            return HealthReading.failed(str(exc))
+        before = self.previous or now
+        self.previous = now
+        values = dict(now)
+        for key in ("media_errors", "error_log_entries"):
+            values[f"{key}_delta"] = now[key] - before[key]
+        alert = values["media_errors_delta"] > 0 or now["critical_warning"] > 0
+        return HealthReading(status="alert" if alert else "ok", values=values)
+
+
+FABRICS = ("tcp", "rdma", "fc")
+
+
+class NvmePaths(BaseCollector):
+    """NVMe-oF paths (tcp, rdma, fc) from ``nvme list-subsys``: how many are live."""
+
+    name = PATHS
+
+    def __init__(self, runner: CommandRunner):
+        self.runner = runner
+
+    def collect(self, ctx: WindowContext) -> HealthReading:
+        """Live and total fabrics paths; N/A on a host with none."""
+        argv = ["nvme", "list-subsys", "-o", "json"]
+        try:
+            done = self.runner.run(argv, timeout=30)
+            if done.returncode != 0 and "No such file or directory" in done.stderr:
+                # nvme-cli 2.x on a host without /sys/class/nvme-subsystem: nothing to watch.
+                return HealthReading.not_applicable(f"no NVMe subsystems on this host "
+                                                    f"({done.stderr.strip()})")
+            paths = [p for s in parse_list_subsys(done.stdout) for p in s.paths
+                     if p.transport in FABRICS]
+        except ToolMissing as exc:
+            return HealthReading.not_applicable(f"nvme-cli is not installed: {exc}")
+        except ParseError as exc:
+            return HealthReading.failed(str(exc))
+        if not paths:
+            return HealthReading.not_applicable("no NVMe-oF paths (tcp, rdma, fc) on this host")
+        down = [f"{p.name} ({p.transport} {p.address}): {p.state}" for p in paths
+                if p.state != "live"]
+        return HealthReading(status="alert" if down else "ok", details=down,
+                             values={"live": float(len(paths) - len(down)),
+                                     "total": float(len(paths))})

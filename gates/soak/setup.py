@@ -1,0 +1,72 @@
+"""G4 set-up from the configuration and the G3 record: operating point, load, collectors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from ..core import G4Limits, GateRecord, Site, median
+from ..inference import Endpoint, LoadSettings, Repetition, multi_turn
+from ..storage import CommandRunner
+from ..store import Store, sha256_file
+from .fio_verify import FioVerify
+from .health import FreeSpace, ProcessHealth
+from .kernel_log import KernelLog
+from .load import EndpointLoad
+from .nvme_health import NvmePaths, Smart
+from .rules import SoakPlan
+
+G3_FILE = "g3-candidate-repetitions.json"
+VERIFY_DIR = "kvgate-soak-verify"
+
+
+class SetupError(Exception):
+    """G4 cannot start: the message says what is missing."""
+
+
+def operating_point(store: Store, g3: GateRecord) -> tuple[int, float]:
+    """G3's highest concurrency level and its median candidate throughput (tok/s)."""
+    path = store.run_dir(g3.run_id) / "evidence" / G3_FILE
+    if not path.exists() or sha256_file(path) != g3.evidence.get(f"evidence/{G3_FILE}"):
+        raise SetupError(f"G3's repetitions {path} are missing or altered (SHA-256 does not "
+                         "match the G3 record)")
+    reps = [Repetition.model_validate(r) for r in json.loads(path.read_text())]
+    top = max(r.concurrency for r in reps)
+    tputs = [r.output_throughput for r in reps if r.concurrency == top and r.output_throughput]
+    if not tputs:
+        raise SetupError(f"G3 run {g3.run_id} has no throughput at concurrency {top}")
+    return top, median(tputs)
+
+
+def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float,
+              duration: float | None = None, window: float | None = None) -> SoakPlan:
+    """The soak's plan: thresholds.toml's duration and window unless shortened on purpose."""
+    return SoakPlan(run_id=run_id, duration=duration or site.soak.duration or limits.duration,
+                    window=window or site.soak.window or limits.window,
+                    nominal_duration=limits.duration, nominal_window=limits.window,
+                    g3_throughput=g3_throughput)
+
+
+def soak_load(site: Site, endpoints: list[Endpoint], concurrency: int) -> EndpointLoad:
+    """Closed loop at the operating point; each pass over the sessions brings new prompts."""
+    s, w = site.soak, site.workload
+
+    def plans(cycle: int):
+        return multi_turn(s.sessions, s.turns, s.first_tokens, s.turn_tokens, s.output_tokens,
+                          w.seed + 1000 + cycle, w.vocab)
+
+    return EndpointLoad(endpoints, plans, LoadSettings(concurrency=concurrency,
+                                                       stall_timeout=w.stall_timeout))
+
+
+def collectors(site: Site, runner: CommandRunner, pid: Callable[[], int | None]) -> list:
+    """Every health signal the site allows; the others say NOT APPLICABLE by themselves."""
+    verify_dir: Path = site.target.directory / VERIFY_DIR
+    verify_dir.mkdir(exist_ok=True)
+    devices = site.topology.devices
+    return [KernelLog(runner, devices), Smart(runner, devices), NvmePaths(runner),
+            FioVerify(runner, verify_dir, size=site.soak.verify_size,
+                      rate=f"{int(site.soak.verify_rate)}", ioengine=site.fio.ioengine,
+                      direct=site.fio.direct, binary=site.fio.binary),
+            ProcessHealth(pid), FreeSpace(site.target.directory, site.target.min_free)]

@@ -1,0 +1,145 @@
+"""Running fio: write the job file, run it with json+ output to a file, keep both as evidence."""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core import FioSettings
+from .fio import FioParseError, FioReport, parse_fio_json
+from .jobs import FioStep, JobFileError, render_jobfile
+from .runner import INSTALL_HINTS, CommandRunner, Tick, ToolMissing
+
+
+@dataclass
+class FioRun:
+    """The result of one fio invocation: a parsed report, or the reason there is none."""
+
+    step: FioStep
+    report: FioReport | None = None
+    error: str = ""
+    evidence: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run produced a report with no job errors."""
+        return self.report is not None and not self.error
+
+
+def _fio_missing(binary: str, exc: ToolMissing) -> ToolMissing:
+    """ToolMissing that says it is fio, whatever the binary is called, and how to install it."""
+    if INSTALL_HINTS["fio"] in str(exc):
+        return exc
+    return ToolMissing(f"{exc} (site.toml [fio] binary = {binary!r} is fio: "
+                       f"{INSTALL_HINTS['fio']})")
+
+
+def fio_version(runner: CommandRunner, binary: str = "fio") -> str:
+    """fio's version string, e.g. "fio-3.33"; raises ToolMissing when fio is absent."""
+    try:
+        done = runner.run([binary, "--version"], timeout=30)
+    except ToolMissing as exc:
+        raise _fio_missing(binary, exc) from None
+    return done.stdout.strip() or done.stderr.strip()
+
+
+FIO_PREFIXES = ("ip:", "ip4:", "ip6:", "sock:")
+
+
+def host_name(host: str) -> str:
+    """A host as fio names it in ``client_stats``: without fio's prefix or IPv6 brackets."""
+    for prefix in FIO_PREFIXES:
+        if host.startswith(prefix):
+            host = host[len(prefix):]
+            break
+    return host.strip("[]")
+
+
+def client_address(host: str, port: int) -> str:
+    """A host as fio's --client takes it: ``HOST,PORT``; IPv6 literals need fio's ``ip6:``."""
+    if host.startswith("sock:"):
+        return host  # a local socket has no port
+    if host.startswith(FIO_PREFIXES):
+        return f"{host},{port}"
+    if ":" in host:  # an IPv6 literal, perhaps in brackets; fio would read ":…" as a port
+        return f"ip6:{host.strip('[]')},{port}"
+    return f"{host},{port}"
+
+
+def client_args(fio: FioSettings, jobfile: Path) -> list[str]:
+    """Arguments for fio's client/server mode: ``--client=HOST,PORT JOBFILE`` per host."""
+    args: list[str] = []
+    for host in fio.hosts:
+        args += [f"--client={client_address(host, fio.server_port)}", str(jobfile)]
+    return args
+
+
+def _job_errors(report: FioReport) -> str:
+    bad = [(j.jobname, j.hostname, j.error) for j in report.entries() if j.error]
+    return "; ".join(
+        f"job {name}{' on ' + host if host else ''}: error {code} "
+        f"({os.strerror(code) if code in errno.errorcode else 'fio error'})"
+        for name, host, code in bad)
+
+
+def _missing_hosts(report: FioReport, fio: FioSettings) -> str:
+    """Which --client hosts sent no results: their figures would silently be left out."""
+    reported = set(report.hosts())
+    missing = [h for h in fio.hosts if host_name(h) not in reported]
+    return f"no results from fio server(s) {', '.join(missing)}" if missing else ""
+
+
+def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Path | None,
+             evidence_dir: Path, on_tick: Tick | None = None) -> FioRun:
+    """Run one step; every failure becomes FioRun.error, and the evidence is always kept.
+
+    ``target`` is the directory fio's files live in, or None when the jobs name a raw device.
+    """
+    # fio runs in the target directory: every path it is given must be absolute.
+    evidence_dir = evidence_dir.absolute()
+    target = target.absolute() if target else None
+    jobfile = evidence_dir / f"fio-{step.key}.fio"
+    output = evidence_dir / f"fio-{step.key}.json"
+    log = evidence_dir / f"fio-{step.key}.log"
+    run = FioRun(step=step)
+    try:
+        jobfile.write_text(render_jobfile(step, str(target) if target else "", fio))
+    except JobFileError as exc:
+        run.error = str(exc)
+        return run
+    run.evidence.append(jobfile)
+    output.unlink(missing_ok=True)  # never read an older run's report as this one's
+    jobs = client_args(fio, jobfile) if fio.hosts else [str(jobfile)]
+    argv = [fio.binary, "--output-format=json+", f"--output={output}", *jobs]
+    try:
+        done = runner.run(argv, timeout=fio.timeout + step.seconds, cwd=target or evidence_dir,
+                          on_tick=on_tick)
+    except ToolMissing as exc:
+        run.error = str(_fio_missing(fio.binary, exc))
+        return run
+    except OSError as exc:  # e.g. the target directory vanished, or fio is not executable
+        run.error = f"could not start {fio.binary}: {exc}"
+        return run
+    log.write_text(f"$ {' '.join(argv)}\nexit {done.returncode}\n--- stdout\n{done.stdout}"
+                   f"\n--- stderr\n{done.stderr}")
+    run.evidence.append(log)
+    if output.exists():
+        run.evidence.append(output)
+    if done.timed_out:
+        run.error = f"fio was killed after the {fio.timeout + step.seconds:g} s timeout"
+        return run
+    try:
+        run.report = parse_fio_json(output.read_text(errors="replace") if output.exists()
+                                    else "")
+    except FioParseError as exc:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        run.error = f"fio exited {done.returncode}: {exc}" + (f" — {' | '.join(tail)}"
+                                                               if tail else "")
+        return run
+    run.error = _job_errors(run.report) or _missing_hosts(run.report, fio)
+    if not run.error and done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-3:]
+        run.error = f"fio exited {done.returncode}: {' | '.join(tail) or 'no message'}"
+    return run

@@ -1,0 +1,182 @@
+"""G1 storage performance: fio reports turned into Measurements against thresholds. Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ..core import (
+    G1,
+    Ceilings,
+    G1Limits,
+    Limit,
+    Measurement,
+    SteadyState,
+    SteadyStateUnavailable,
+    bandwidth_unit,
+    snia_steady_state,
+)
+from .fio import FioReport, combine, samples_support
+
+# fio job → (declared measurement id, its thresholds key, direction). The steady-state ids are
+# the bandwidth id's stem + "_steady_spread" / "_steady_slope".
+BW_JOBS = {
+    "seqread": ("g1.seq_read_bw", "seq_read_bw_min", "read"),
+    "seqwrite": ("g1.seq_write_bw", "seq_write_bw_min", "write"),
+    "kvrestore": ("g1.kv_restore_bw", "kv_restore_bw_min", "read"),
+}
+BW_TITLES = {key: (G1[id].title, limit_key, direction)
+             for key, (id, limit_key, direction) in BW_JOBS.items()}
+
+
+def _efficiency(bw: float, ceiling: float | None, label: str) -> str:
+    if not ceiling:
+        return ""
+    return f"{bw / ceiling * 100:.0f} % of the {ceiling / 1e9:.3g} GB/s ceiling" + (
+        f" ({label})" if label else "")
+
+
+def _no_job(*names: str) -> str:
+    # A job missing from the report measured nothing: that is an ERROR, never a 0 that FAILs.
+    return f"fio reported no job named {', '.join(repr(n) for n in names)}"
+
+
+class StepOutcome(BaseModel):
+    """What the suite hands the pure G1 rules: fio's report, or why there is none."""
+
+    report: FioReport | None = None
+    error: str = ""
+    evidence: list[str] = []
+
+    def problem(self) -> str:
+        """Why no figure can be taken from this step, or ""."""
+        return self.error or ("" if self.report else "fio produced no report")
+
+
+def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings,
+              band: float = 0.0) -> Measurement:
+    """A bandwidth job's summed bytes/s against its minimum, with efficiency vs the ceiling."""
+    return G1[BW_JOBS[key][0]].stamp(_bandwidth(key, step, limits, ceilings, band))
+
+
+def _bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings,
+               band: float) -> Measurement:
+    title, limit_key, direction = BW_TITLES[key]
+    floor = getattr(limits, limit_key)
+    unit, scale = bandwidth_unit(floor)
+    limit = Limit.at_least(floor / scale, unit, key=f"g1.{limit_key}", marginal=band)
+    report, evidence = step.report, step.evidence
+    if step.problem():
+        return Measurement.error(title, step.problem(), limit, evidence=evidence)
+    if not report.named(key):
+        return Measurement.error(title, _no_job(key), limit, evidence=evidence)
+    bw = combine(report.named(key), direction).bw_bytes
+    ceiling = ceilings.read_bw if direction == "read" else ceilings.write_bw
+    return Measurement.measured(title, bw / scale, limit, evidence=evidence,
+                                note=_efficiency(bw, ceiling, ceilings.label))
+
+
+def steady_state(key: str, step: StepOutcome, limits: G1Limits,
+                 band: float = 0.0) -> list[Measurement]:
+    """The two SNIA rules for a bandwidth job, recomputed from fio's steady-state window."""
+    stem = BW_JOBS[key][0].removesuffix("_bw")
+    spread, slope = _steady_state(key, step, limits, band)
+    return [G1[f"{stem}_steady_spread"].stamp(spread), G1[f"{stem}_steady_slope"].stamp(slope)]
+
+
+def _steady_state(key: str, step: StepOutcome, limits: G1Limits,
+                  band: float) -> list[Measurement]:
+    title = BW_TITLES[key][0].replace(" bandwidth", "")
+    spread_limit = Limit.at_most(limits.steady_state_spread_max, "%", marginal=band,
+                                 key="g1.steady_state_spread_max")
+    slope_limit = Limit.at_most(limits.steady_state_slope_max, "%", marginal=band,
+                                key="g1.steady_state_slope_max")
+    names = (f"{title}: steady-state spread", f"{title}: steady-state slope")
+    evidence = step.evidence
+    if step.problem():
+        return [Measurement.error(n, step.problem(), lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    entries = [j for j in step.report.named(key) if j.steadystate]
+    if not entries:
+        return [Measurement.error(n, "fio reported no steady-state block", lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+    # One block per host in client/server mode: every host must be steady, so judge the worst.
+    try:
+        judged = [(j.hostname, snia_steady_state(j.steadystate.data.bw, j.steadystate.attained,
+                                                 j.steadystate.ss)) for j in entries]
+    except SteadyStateUnavailable as exc:
+        return [Measurement.error(n, str(exc), lim, evidence=evidence)
+                for n, lim in zip(names, (spread_limit, slope_limit), strict=True)]
+
+    def describe(host: str | None, ss: SteadyState) -> str:
+        return (f"{host}: " if host and len(judged) > 1 else "") + ss.describe()
+
+    spread_host, spread_ss = max(judged, key=lambda h: h[1].spread_pct)
+    slope_host, slope_ss = max(judged, key=lambda h: h[1].slope_pct)
+    spread = Measurement.measured(names[0], spread_ss.spread_pct, spread_limit,
+                                  evidence=evidence, note=describe(spread_host, spread_ss))
+    slope = Measurement.measured(names[1], slope_ss.slope_pct, slope_limit, evidence=evidence,
+                                 note=describe(slope_host, slope_ss))
+    unsteady = [(host, ss) for host, ss in judged if not ss.fio_attained]
+    if unsteady:
+        # fio's own criterion judges one-second samples; the SNIA rounds decide. Say it anyway.
+        spread.note = describe(*unsteady[0]) + " (fio's per-second criterion is reported, " \
+            "the SNIA rounds decide)"
+    if not limits.steady_state_required:
+        return [Measurement.not_applicable(m.name, f"reported only (g1.steady_state_required "
+                                           f"is false): {m.value:.3g} % — {m.note}")
+                for m in (spread, slope)]
+    return [spread, slope]
+
+
+def qd1_latency(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measurement:
+    """99th-percentile completion latency of 4 KiB random reads at QD1, if N supports it."""
+    return G1["g1.randread_qd1_p99"].stamp(_qd1_latency(step, limits, band))
+
+
+def _qd1_latency(step: StepOutcome, limits: G1Limits, band: float) -> Measurement:
+    limit_us = limits.randread_4k_qd1_p99_max * 1e6
+    limit = Limit.at_most(limit_us, "µs", key="g1.randread_4k_qd1_p99_max", marginal=band)
+    name = "4 KiB random read QD1 p99 latency"
+    evidence = step.evidence
+    if step.problem():
+        return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    if not step.report.named("randread-qd1"):
+        return Measurement.error(name, _no_job("randread-qd1"), limit, evidence=evidence)
+    clat = combine(step.report.named("randread-qd1"), "read").clat_ns
+    if not samples_support(clat.N, 99):
+        return Measurement.error(name, f"only {clat.N} I/Os; a p99 needs at least 1000 "
+                                 "(run longer: site.toml [fio] runtime)", limit,
+                                 evidence=evidence)
+    p99 = clat.percentile_ns(99)
+    if p99 is None:
+        return Measurement.error(name, "fio reported no latency percentiles", limit,
+                                 evidence=evidence)
+    p50 = clat.percentile_ns(50) or 0
+    return Measurement.measured(name, p99 / 1e3, limit, evidence=evidence,
+                                note=f"N = {clat.N}; p50 {p50 / 1e3:.0f} µs")
+
+
+def qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int],
+             band: float = 0.0) -> Measurement:
+    """4 KiB random-read IOPS at the deepest queue of the sweep; the curve goes in the note."""
+    return G1["g1.randread_iops"].stamp(_qd_sweep(step, limits, depths, band),
+                                        max(depths) if depths else None)
+
+
+def _qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int],
+              band: float) -> Measurement:
+    limit = Limit.at_least(limits.randread_4k_iops_min, "IO/s", key="g1.randread_4k_iops_min",
+                           marginal=band)
+    name = f"4 KiB random read IOPS at QD{max(depths)}" if depths else "4 KiB random read IOPS"
+    evidence = step.evidence
+    if step.problem():
+        return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    if not depths:
+        return Measurement.error(name, "no queue depths to sweep (site.toml [fio] qd_sweep)",
+                                 limit, evidence=evidence)
+    missing = [f"randread-qd{qd}" for qd in depths if not step.report.named(f"randread-qd{qd}")]
+    if missing:
+        return Measurement.error(name, _no_job(*missing), limit, evidence=evidence)
+    curve = {qd: combine(step.report.named(f"randread-qd{qd}"), "read").iops for qd in depths}
+    note = "IOPS by queue depth: " + ", ".join(f"QD{q} {v:,.0f}" for q, v in curve.items())
+    return Measurement.measured(name, curve[max(depths)], limit, evidence=evidence, note=note)

@@ -1,0 +1,124 @@
+"""The G1 fio job set, as data, and its rendering to a job file. Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ..core import FioSettings
+
+READ_FILE = "kvgate-read.dat"
+WRITE_FILE = "kvgate-write.dat"
+# Options whose value is a path: fio splits them at ":" (several files), so colons are escaped.
+PATH_OPTIONS = ("directory", "filename")
+
+
+class JobFileError(ValueError):
+    """A value that a fio job file cannot carry (it would be cut short or misread)."""
+
+
+def job_value(option: str, value: str) -> str:
+    """``value`` as it must be written in a job file; refuses what fio would misread."""
+    # fio's job-file parser ends a line at ";" or "#", trims blanks at either end and
+    # expands ${VAR} and $ncpus-style keywords: such a path would silently name another place.
+    bad = [c for c in ("\n", "\r", "\x00", ";", "#", "$") if c in value]
+    if bad or value != value.strip():
+        what = ", ".join(map(repr, bad)) or "leading or trailing blanks"
+        raise JobFileError(f"fio cannot take {option}={value!r} in a job file ({what}); "
+                           "use a path without them")
+    return value.replace(":", "\\:") if option in PATH_OPTIONS else value
+
+
+class JobSection(BaseModel):
+    """One [section] of a job file."""
+
+    name: str
+    options: dict[str, str]
+
+
+class FioStep(BaseModel):
+    """One fio invocation: a job file of one or more jobs, and what it is for."""
+
+    key: str  # stable id, used for evidence file names and by the suite
+    title: str
+    jobs: list[JobSection]
+    seconds: float  # expected wall time, for the progress bar's ETA
+    direction: str = "read"
+
+
+def _ss(fio: FioSettings) -> dict[str, str]:
+    ss = fio.steady_state
+    return {"ss": ss.criterion, "ss_dur": f"{ss.window:g}s", "ss_ramp": f"{ss.ramp:g}s"}
+
+
+def _timed(seconds: float) -> dict[str, str]:
+    return {"time_based": "1", "runtime": f"{seconds:g}s"}
+
+
+def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
+    """Precondition, then sequential read/write, 4k QD1, the QD sweep and the KV-restore reads.
+
+    With a raw ``device`` (destructive, already confirmed) every job uses it instead of files.
+    """
+    size = str(fio.file_size)
+    read_file, write_file = (device, device) if device else (READ_FILE, WRITE_FILE)
+    seq = {"bs": str(fio.seq_block), "iodepth": str(fio.seq_iodepth), "size": size}
+    steps = [
+        FioStep(key="precondition", title="Precondition: write the test file fully",
+                seconds=fio.runtime, direction="write", jobs=[JobSection(
+                    name="precondition", options={
+                        "rw": "write", "filename": read_file,
+                        "loops": str(fio.precondition_passes), **seq})]),
+        FioStep(key="seqread", title="Sequential read, 1 MiB", seconds=fio.runtime,
+                jobs=[JobSection(name="seqread", options={
+                    "rw": "read", "filename": read_file, **seq, **_timed(fio.runtime),
+                    **_ss(fio)})]),
+        FioStep(key="seqwrite", title="Sequential write, 1 MiB", seconds=fio.runtime,
+                direction="write", jobs=[JobSection(name="seqwrite", options={
+                    "rw": "write", "filename": write_file, **seq, **_timed(fio.runtime),
+                    **_ss(fio)})]),
+        FioStep(key="randread-qd1", title="4 KiB random read, QD1",
+                seconds=fio.latency_runtime, jobs=[JobSection(name="randread-qd1", options={
+                    "rw": "randread", "filename": read_file, "bs": "4k", "iodepth": "1",
+                    "size": size, **_timed(fio.latency_runtime)})]),
+        FioStep(key="qd-sweep", title="4 KiB random read, queue-depth sweep",
+                seconds=fio.qd_sweep_runtime * len(fio.qd_sweep), jobs=[
+                    JobSection(name=f"randread-qd{qd}", options={
+                        "rw": "randread", "filename": read_file, "bs": "4k", "iodepth": str(qd),
+                        "size": size, "stonewall": "1", **_timed(fio.qd_sweep_runtime)})
+                    for qd in fio.qd_sweep]),
+        FioStep(key="kvrestore", title="KV restore: random reads of KV-chunk blocks",
+                seconds=fio.runtime, jobs=[JobSection(name="kvrestore", options={
+                    "rw": "randread", "filename": read_file, "bs": str(fio.kv_block),
+                    "iodepth": str(fio.kv_iodepth), "numjobs": str(fio.kv_jobs),
+                    "group_reporting": "1", "size": size, **_timed(fio.runtime), **_ss(fio)})]),
+    ]
+    return steps
+
+
+def render_jobfile(step: FioStep, directory: str, fio: FioSettings) -> str:
+    """The job file text: a [global] section that pins every file under ``directory``.
+
+    Raises JobFileError for a directory or device path fio would misread.
+    """
+    lines = ["# written by kvgate; every file lives under the target directory", "[global]",
+             *([f"directory={job_value('directory', directory)}"] if directory else []),
+             f"ioengine={job_value('ioengine', fio.ioengine)}", f"direct={int(fio.direct)}",
+             "thread=0",
+             # A fio server prefixes file names with the client's address unless told not to;
+             # the files must be exactly the ones kvgate vetted and sized (files_written).
+             "unique_filename=0", ""]
+    for job in step.jobs:
+        lines.append(f"[{job.name}]")
+        lines.extend(f"{k}={job_value(k, v)}" for k, v in job.options.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def files_written(steps: list[FioStep]) -> set[str]:
+    """Every file name the job set can create, so safety checks can vet them."""
+    return {job.options["filename"] for step in steps for job in step.jobs}
+
+
+def bytes_needed(fio: FioSettings) -> int:
+    """Space the job set needs on the target: the read file and the write file."""
+    return 2 * fio.file_size

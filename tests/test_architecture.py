@@ -1,0 +1,117 @@
+"""The rooms of gates/ (README "Where things are"): contracts, faces, and module sizes.
+
+import-linter checks which room may import which (pyproject's [tool.importlinter]); the tests
+here check what it cannot: that code outside a room imports the room's face, that a face is
+only imports and `__all__`, and that no module grows past the size a reader can take in.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GATES = REPO / "gates"
+PACKAGES = {".".join(p.parent.relative_to(REPO).parts) for p in GATES.rglob("__init__.py")}
+MAX_LINES = 300
+
+
+def _python_files(*folders: str) -> list[Path]:
+    return sorted(p for f in folders for p in (REPO / f).rglob("*.py"))
+
+
+def _package_of(path: Path) -> str:
+    return ".".join(path.parent.relative_to(REPO).parts)
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = _package_of(path).split(".")
+    base = parts[:len(parts) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def test_the_import_contracts_hold():
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize("folder", ["gates", "suites", "fixtures", "tests", "bench"])
+def test_code_outside_a_room_imports_its_face(folder):
+    wrong = []
+    for path in _python_files(folder):
+        here = _package_of(path) if folder == "gates" else ""
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _absolute(path, node)
+            if not target.startswith("gates.") or target in PACKAGES:
+                continue
+            room = target.rpartition(".")[0]
+            # Inside a room (or below it) modules import their siblings directly.
+            if here == room or here.startswith(room + "."):
+                continue
+            if room == "gates":  # the top-level modules: cli, plugin, session, options
+                continue
+            wrong.append(f"{path.relative_to(REPO)}:{node.lineno}: from {target} import …")
+    assert not wrong, "import the room's face instead:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("face", sorted(GATES.rglob("__init__.py")), ids=str)
+def test_a_face_is_imports_and_all(face):
+    tree = ast.parse(face.read_text())
+    assert ast.get_docstring(tree), f"{face}: say in one line what the room is"
+    imported: set[str] = set()
+    declared: list[str] | None = None
+    for node in tree.body[1:]:
+        if isinstance(node, ast.ImportFrom):
+            imported |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif (isinstance(node, ast.Assign | ast.AnnAssign) and
+              getattr(node.targets[0] if isinstance(node, ast.Assign) else node.target,
+                      "id", "") == "__all__"):
+            declared = [e.value for e in node.value.elts]
+        elif face.parent != GATES:  # the package root also holds a lazy __getattr__
+            pytest.fail(f"{face}:{node.lineno}: a face holds imports and __all__ only")
+    if face.parent == GATES:
+        return
+    imported.discard("annotations")
+    assert declared is not None, f"{face}: no __all__"
+    assert declared == sorted(declared), f"{face}: keep __all__ sorted"
+    assert set(declared) == imported, f"{face}: __all__ and the imports differ: " \
+        f"{sorted(set(declared) ^ imported)}"
+
+
+@pytest.mark.parametrize("module", _python_files("gates"), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_module_is_over_300_lines(module):
+    lines = len(module.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{module.relative_to(REPO)} has {lines} lines: split it by feature"
+
+
+def _is_protocol(cls: ast.ClassDef) -> bool:
+    # A Protocol's methods are the seam's signature; the class docstring says what it is.
+    return any(getattr(b, "id", getattr(b, "attr", "")) == "Protocol" for b in cls.bases)
+
+
+def test_every_public_function_says_what_it_does():
+    missing = []
+    for path in _python_files("gates"):
+        tree = ast.parse(path.read_text())
+        # Module functions and the methods of module classes; closures are not public.
+        members = [n for c in tree.body if isinstance(c, ast.ClassDef) and
+                   not c.name.startswith("_") and not _is_protocol(c) for n in c.body]
+        for node in [*tree.body, *members]:
+            if (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not node.name.startswith("_") and not ast.get_docstring(node)
+                    and not node.name.startswith("pytest_")):
+                missing.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
+    assert not missing, "one docstring line on every public function:\n" + "\n".join(missing)
