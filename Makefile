@@ -51,7 +51,10 @@ engine: $(BIN)/kvgate
 	fi
 	$(BIN)/kvgate engine install llamacpp
 
+# The demo signs its records with this machine's performer key (made once, mode 0600, in
+# ~/.config/kvgate or $$KVGATE_KEY_DIR); `kvgate verify --key <its .pub> BUNDLE` checks them.
 demo: tools $(BIN)/kvgate
+	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
 	$(BIN)/kvgate run all
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.

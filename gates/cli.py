@@ -16,13 +16,19 @@ from .commands import (
     add_bundle_commands,
     add_engine_commands,
     add_inference_commands,
+    add_key_commands,
     add_model_commands,
+    add_proof_commands,
+    add_verify_commands,
     bundle_command,
     engine_command,
     inventory_command,
+    key_command,
     loadgen,
     model_command,
+    proof_command,
     sim_serve,
+    verify_command,
 )
 from .core import (
     EXIT_CODES,
@@ -35,7 +41,6 @@ from .core import (
 )
 from .options import RunConfig, RunOptions, add_run_options
 from .plugin import PresetRun
-from .report import verify
 from .soak import SoakStore
 from .soak import status as soak_status
 from .store import DB_NAME, BundleError, Store, new_run_id, write_bundle
@@ -88,15 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         "resume", help="continue a soak from its last committed window (after a crash)")
     resume.add_argument("run_id")
     add_run_options(resume.add_argument, only={"site", "thresholds", "out"})
-    check_run = commands.add_parser(
-        "verify", help="re-check a run's records, evidence hashes and the chain between gates",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  kvgate verify reports/20261129T170000Z-3f9a1c\n"
-        "  kvgate verify reports/20261129T170000Z-3f9a1c/g3.json\n"
-        "  kvgate verify reports/20261129T170000Z-3f9a1c.bundle.tar.gz\n\n"
-        "exit codes: 0 intact, 1 something was altered or is missing")
-    check_run.add_argument("path", type=Path,
-                           help="a run folder, one gate JSON, or a bundle (.tar.gz)")
+    add_verify_commands(commands)
+    add_key_commands(commands)
     commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
                         epilog="example:\n  kvgate schema > gate-record.schema.json",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -112,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bundle_commands(commands)
     add_checklist_commands(commands)
     add_engine_commands(commands)
+    add_proof_commands(commands)
     return parser
 
 
@@ -220,16 +219,6 @@ def record_schema() -> dict:
     return schema
 
 
-def verify_command(path: Path, console: Console) -> int:
-    """Print what was checked and exactly what was altered; exit 1 on any problem."""
-    files, problems = verify(path)
-    for problem in problems:
-        console.print(f"[red]ALTERED[/] {problem}", highlight=False)
-    if not problems:
-        console.print(f"intact: {', '.join(files)} and every evidence file they list")
-    return 1 if problems else 0
-
-
 def soak_command(args: argparse.Namespace, console: Console) -> int:
     """`kvgate soak status` prints a soak's progress; `resume` continues it through G4."""
     if args.soak_command == "resume":
@@ -270,10 +259,14 @@ def main(argv: list[str] | None = None) -> int:
             return engine_command(args)
         if args.command == "checklist":
             return checklist_command(args)
+        if args.command == "proof":
+            return proof_command(args)
         if args.command == "bundle":
             return bundle_command(args)
         if args.command == "verify":
-            return verify_command(args.path, console)
+            return verify_command(args)
+        if args.command == "key":
+            return key_command(args)
         if args.command == "soak":
             return soak_command(args, console)
         if args.command == "inventory":

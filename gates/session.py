@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from .binding import BINDING_FACT, binding_deviations, site_binding
 from .checklist import ChecklistStore
 from .core import (
     CHECKOUT,
@@ -20,13 +22,14 @@ from .core import (
     Measurement,
     Outcome,
     Site,
+    Table,
     Thresholds,
     UpstreamRef,
     upstream_gate,
 )
 from .engines import EngineRun, choose_engine
 from .options import RunConfig, RunOptions
-from .report import ReportContext, arm_row, retest_rows, write_reports
+from .report import ReportContext, Signer, arm_row, configured_signer, retest_rows, write_reports
 from .store import Store, new_run_id, utc_now
 
 
@@ -78,6 +81,10 @@ class GateSession:
     finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
     charts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # gate: (title, svg)
     engine_run: EngineRun | None = None  # chosen on first use by engine()
+    # gate: arm: (what its server said it is, whether it is kvgate's simulator)
+    served: dict[str, dict[str, tuple[str, bool]]] = field(default_factory=dict)
+    tables: dict[str, dict[str, Table]] = field(default_factory=dict)  # gate: title: table
+    signer: Signer | None = None  # the performer's key; None: records are written unsigned
 
     @classmethod
     def open(cls, options: RunOptions, config: RunConfig | None = None) -> GateSession:
@@ -85,9 +92,11 @@ class GateSession:
         config = config or RunConfig.load(options)
         site, site_file = config.site, config.site_file
         thresholds, thresholds_file = config.thresholds, config.thresholds_file
+        signer = configured_signer()  # a bad $KVGATE_SIGNING_KEY stops the run before it starts
         store = Store(options.out)
         run_id = options.run_id or new_run_id()
         session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
+        session.signer = signer
         session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
                                  "platform": platform.platform(),
                                  "kvgate commit": source_commit()}
@@ -109,11 +118,22 @@ class GateSession:
             self.finish_gate(earlier)  # `run all`: G1's record must exist before G2 asks
         if gate not in self.upstream:
             self.upstream[gate] = upstream_problem(self.store, gate, self.site.site.name)
+            self.bind(gate)
         reason = self.upstream[gate][1]
         if reason and self.options.force:
             self.deviate(gate, f"FORCED: run despite the upstream gate: {reason}")
             return ""
         return reason
+
+    def bind(self, gate: str) -> None:
+        """Deviations for what changed since the upstream record: limits, target, arms."""
+        ref = self.upstream[gate][0]
+        upstream = next((r for r in self.store.records(ref.run_id) if r.gate == ref.gate),
+                        None) if ref else None
+        if upstream is not None:
+            for text in binding_deviations(upstream, self.thresholds_file.sha256,
+                                           site_binding(self.site, self.arms(gate))):
+                self.deviate(gate, text)
 
     def deviate(self, gate: str, text: str) -> None:
         """Record a deviation from the procedure, shown on the gate's report."""
@@ -149,8 +169,21 @@ class GateSession:
         return self.site.arms if gate != "g1" else {}
 
     def simulated_arms(self, gate: str) -> list[str]:
-        """The names of the gate's arms that run kvgate's engine simulator."""
-        return sorted(n for n, arm in self.arms(gate).items() if arm.engine == "kvgate-sim")
+        """The gate's arms that ran kvgate's simulator: by the server's word, else the config.
+
+        An arm the gate reached (G2/G3: every cold recovery asks the server what it is) is
+        judged by what it answered, whatever its `engine =` says; one it never asked (G4's
+        soak) by its configuration.
+        """
+        said = self.served.get(gate, {})
+        return sorted(n for n, arm in self.arms(gate).items()
+                      if (said[n][1] if n in said else arm.engine == "kvgate-sim"))
+
+    def serve(self, gate: str, arm: str, identity: str, simulated: bool) -> None:
+        """Record what an arm's server said it is (the record's tool versions name it)."""
+        self.served.setdefault(gate, {})[arm] = (identity, simulated)
+        if identity:
+            self.tool_versions[f"engine ({arm}, as it answered)"] = identity
 
     def checklist_answers(self, gate: str) -> list[ChecklistAnswer]:
         """The manual checklist answers given for this gate in the `kvgate checklist` run."""
@@ -185,10 +218,14 @@ class GateSession:
             deviations=self.deviations.get(gate, []),
             evidence=self.store.manifest(self.run_id),
             inventory=self.inventory if gate == "g1" else [],
-            facts=self.facts.get(gate, {}), checklist=self.checklist_answers(gate))
+            facts=self.facts.get(gate, {}) | {BINDING_FACT: json.dumps(
+                site_binding(self.site, self.arms(gate)), sort_keys=True)},
+            checklist=self.checklist_answers(gate),
+            tables=self.tables.get(gate, {}))
         self.store.save_record(record)
         self.finished[gate] = (record, write_reports(record, self.report_context(record),
-                                                     self.store.run_dir(record.run_id)))
+                                                     self.store.run_dir(record.run_id),
+                                                     signer=self.signer))
 
     def report_context(self, record: GateRecord) -> ReportContext:
         """What the gate's report shows besides its record: site, profile, arms, retests."""

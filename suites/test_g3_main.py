@@ -9,13 +9,13 @@ import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
 from gates.core import G3
-from gates.inference import correctness, g3_measurements
+from gates.inference import correctness, evidence_table, g3_chains, g3_measurements
 
 pytestmark = [pytest.mark.gate, pytest.mark.g3]
 
 
 @pytest.fixture(scope="module")
-def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight):
+def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight, g3_proof):
     """Every G3 measurement; BLOCKED or ERROR ones say why."""
     for runs in (g3_reference, g3_candidate):
         if runs.blocked:
@@ -23,8 +23,11 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight)
         if runs.error:
             return [G3["g3.comparison"].error(runs.error)]
     recompute = g3_recompute.reps if not g3_recompute.error else []
+    chains = g3_chains(g3_candidate.reps, recompute, *g3_proof)
+    kvgate.tables["g3"] = {G3["g3.evidence_chain"].name(c): evidence_table(signals)
+                           for c, signals in chains.items()}
     out = g3_measurements(g3_reference.reps, g3_candidate.reps, recompute,
-                          kvgate.thresholds.g3, kvgate.thresholds.decision)
+                          kvgate.thresholds.g3, kvgate.thresholds.decision, chains)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")
@@ -59,7 +62,7 @@ def test_output_throughput_gain(g3, check):
 
 def test_kv_came_from_the_candidate_storage(g3, check):
     check(*pick(g3, "g3.storage_read_fraction", "g3.gpu_hit_fraction", "g3.process_reads",
-                "g3.device_reads"))
+                "g3.device_reads", "g3.evidence_chain"))
 
 
 def test_speedup_over_recompute(g3, check):

@@ -10,6 +10,13 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
+@pytest.fixture(autouse=True)
+def no_performer_key(monkeypatch, tmp_path_factory):
+    """No test signs with, or trusts, the key of whoever runs the tests (children inherit it)."""
+    monkeypatch.setenv("KVGATE_KEY_DIR", str(tmp_path_factory.mktemp("no-key")))
+    monkeypatch.delenv("KVGATE_SIGNING_KEY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     """The repository root (shipped site.toml, thresholds.toml, suites/)."""

@@ -1,4 +1,5 @@
-"""examples/: every ready site file loads, has the three arms, and is listed in the README."""
+"""examples/: every ready site file loads, has the three arms, is listed in the README, and names
+only proof signals (its comments, the README table) that its engine adapter reads."""
 
 from __future__ import annotations
 
@@ -92,3 +93,44 @@ def test_readme_lists_every_file():
     readme = (EXAMPLES / "README.md").read_text()
     for path in FILES:
         assert f"]({path.name})" in readme, f"README.md does not list {path.name}"
+
+
+# ---- proof signals named in the examples are ones an adapter reads -------------------------
+
+SERIES = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?")
+LABEL = re.compile(r'(\w+)="([^"]*)"')
+SIGNAL = re.compile(r"^#\s+signal\s+(\S+)", re.M)
+
+
+def read_by(adapter: str, claim: str) -> bool:
+    """Whether one of the adapter's rules matches the series `name{label="value",...}`."""
+    found = SERIES.fullmatch(claim)
+    assert found, f"{claim!r} is not a series"
+    name, labels = found[1], dict(LABEL.findall(found[2] or ""))
+    # A rule that filters a label needs the claim to name a value it takes; labels the rule does
+    # not filter are added up by it, so any value is read.
+    return any(re.fullmatch(r.pattern, name) and
+               all(k in labels and re.fullmatch(v, labels[k]) for k, v in r.labels.items())
+               for rules in ADAPTERS[adapter].values() for r in rules)
+
+
+def test_the_signals_an_example_names_are_read_by_its_adapter(example):
+    path, site = example
+    claims = SIGNAL.findall(path.read_text())
+    assert claims, f"{path.name}: name the proof signals in '#   signal NAME' comment lines"
+    engine = site.arms["candidate"].engine
+    wrong = [c for c in claims if not read_by(engine, c)]
+    assert not wrong, f"{path.name}: the {engine!r} adapter reads none of {wrong}"
+
+
+def test_the_readme_tables_signals_are_read_by_the_named_adapter():
+    rows = [line.split(" | ") for line in (EXAMPLES / "README.md").read_text().splitlines()
+            if line.startswith("| ") and "](" in line]
+    assert len(rows) == len(FILES)
+    for row in rows:
+        adapter, signals = row[2].strip("` "), row[3]
+        assert adapter in ADAPTERS, row[1]
+        claims = re.findall(r"`([^`]+)`", signals)
+        assert claims, f"README.md row {row[1]}: no proof signal named"
+        wrong = [c for c in claims if not read_by(adapter, c)]
+        assert not wrong, f"README.md row {row[1]}: the {adapter!r} adapter reads none of {wrong}"

@@ -140,3 +140,33 @@ def test_the_engine_process_must_have_read_what_its_restores_say():
     fail = next(x for x in storage_proof(8, cached, G3Limits()) if x.name.startswith("Engine"))
     assert fail.note.startswith(PROOF_FAILED)
     assert len(storage_proof(8, [rep("candidate", 0, 1, 1)], G3Limits())) == 3  # no process
+
+
+def test_device_reads_are_a_band_and_other_io_above_it_is_named():
+    from gates.core import Limit
+    from gates.inference import device_reads
+
+    band = Limit(lo=90, hi=150, unit="%")
+    # "Devices read 31,684,653,056 bytes, the engine 201,326,592": other traffic on the device.
+    flooded = [rep("candidate", 0, 1, 1).model_copy(update={
+        "storage_read_bytes": 201_326_592.0, "device_read_bytes": 31_684_653_056})]
+    m = device_reads(8, flooded, band)
+    assert m.outcome is Outcome.MARGINAL
+    assert "other I/O on the KV devices during the probe: 31,483,326,464 bytes" in m.note
+    fine = [flooded[0].model_copy(update={"device_read_bytes": 210_000_000})]
+    assert device_reads(8, fine, band).outcome is Outcome.PASS
+
+
+def test_g3_carries_an_evidence_chain_per_level():
+    base = [rep("baseline", i, 2.0, 100) for i in range(3)]
+    cand = [rep("candidate", i, 1.0, 150).model_copy(update={
+        "storage_read_bytes": 1e6, "device_read_bytes": 1_000_000}) for i in range(3)]
+    out = g3_measurements(base, cand, [], G3Limits(), Decision())
+    [chain] = [m for m in out if m.id == "g3.evidence_chain"]
+    assert chain.at == 8 and chain.name == "Storage-read evidence chain @ concurrency 8"
+    assert chain.outcome is Outcome.PASS, chain.note
+    blind = [r.model_copy(update={"caveat": "tier-blind: counts CPU-tier hits too",
+                                  "device_read_bytes": None}) for r in cand]
+    [chain] = [m for m in g3_measurements(base, blind, [], G3Limits(), Decision())
+               if m.id == "g3.evidence_chain"]
+    assert chain.outcome is Outcome.ERROR and chain.note.startswith("INCONCLUSIVE")

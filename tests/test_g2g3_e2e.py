@@ -76,12 +76,13 @@ def passed_g1(out):
                                          "stand-in", 1.0, Limit.at_least(0.5))]))
 
 
-def run(world, gate, site, out="out"):
+def run(world, gate, site, out="out", *extra):
     path = world / f"site-{gate}-{abs(hash(site))}.toml"
     path.write_text(site)
     done = subprocess.run([sys.executable, "-m", "gates.cli", "run", gate, "--site", str(path),
                            "--thresholds", str(world / "thresholds.toml"), "--out",
-                           str(world / out)], capture_output=True, text=True, timeout=600)
+                           str(world / out), *extra], capture_output=True, text=True,
+                          timeout=600)
     records = sorted((world / out).glob(f"*/{gate}.json"), key=lambda p: p.stat().st_mtime)
     record = json.loads(records[-1].read_text()) if records else None
     return done, record
@@ -163,9 +164,22 @@ def test_g3_fails_on_a_slow_candidate(world, g2):
     assert outcomes(record)["TTFT p50 reduction @ concurrency 2"]["outcome"] == "FAIL"
 
 
-def test_g3_fails_when_the_gpu_cache_answered(world, g2):
+def test_g3_is_blocked_when_its_eviction_differs_from_g2s(world, g2):
+    # Case 5 of issue #15: G2 evicted (reset), G3 would not (none): not the same workload.
     done, record = run(world, "g3", site_text(world / "t1", eviction="none"))
-    assert done.returncode == 1
+    assert done.returncode == 3, done.stdout[-2000:]
+    assert "workload differs from G2's" in record["measurements"][0]["note"]
+
+
+def test_g3_fails_when_the_gpu_cache_answered(world):
+    site = site_text(world / "t-none", eviction="none")
+    passed_g1(world / "none")
+    # G2 at the same workload and eviction; with the GPU cache answering its TTFTs are a few
+    # ms and their CV may exceed 5 %, so G3 runs on that record with --force (logic, not timing).
+    done, g2 = run(world, "g2", site, "none")
+    assert g2 is not None and g2["facts"]["workload_hash"], done.stdout[-3000:]
+    done, record = run(world, "g3", site, "none", "--force")
+    assert done.returncode == 1, done.stdout[-3000:]
     proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 2"]
     assert proof["outcome"] == "FAIL"
     assert proof["note"].startswith("KV did not come from the candidate storage")
@@ -189,3 +203,15 @@ def test_no_engine_process_is_left_behind(world):
     leftover = subprocess.run(["pgrep", "-f", "gates.sim --profile tiny --port"],
                               capture_output=True, text=True)
     assert shutil.which("pgrep") is None or not leftover.stdout.strip()
+
+
+def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
+    # Case 2 of issue #15: `engine = "auto"` on every simulator arm used to drop the label.
+    site = site_text(world / "t-auto").replace('engine = "kvgate-sim"', 'engine = "auto"')
+    passed_g1(world / "auto")
+    done, record = run(world, "g2", site, out="auto")
+    assert record is not None, done.stdout[-3000:]
+    assert any(d.startswith("simulated engine") for d in record["deviations"]), \
+        record["deviations"]
+    assert any("kvgate-sim" in v for k, v in record["tool_versions"].items()
+               if "as it answered" in k)

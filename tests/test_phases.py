@@ -91,9 +91,40 @@ def test_http_500_faults_are_counted_exactly(tmp_path):
 
 
 def test_a_dead_endpoint_is_a_phase_error_naming_the_url():
+    # The scrapes only cost the proof; the eviction cannot be done, so the run stops there.
     endpoint = Endpoint(url="http://127.0.0.1:9", model="x")
-    with pytest.raises(PhaseError, match="127.0.0.1:9/metrics"):
+    with pytest.raises(PhaseError, match="127.0.0.1:9/reset_prefix_cache"):
         asyncio.run(run_cold_recovery(plan(), [endpoint], LoadSettings()))
+
+
+class Garbled:
+    """A metrics source that serves text no parser accepts, naming the URL and line."""
+
+    async def scrape(self, url):
+        try:
+            return parse_metrics('vllm:prompt_tokens_total{a="1" 3\n')
+        except ValueError as exc:
+            raise PhaseError(f"{url}: {exc}") from None
+
+
+def test_a_garbled_exposition_costs_the_proof_not_the_load_run(tmp_path):
+    async def run():
+        app = build_app("tiny", tmp_path / "kv", None)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model=TINY.model_id)
+            return await run_cold_recovery(plan(), [endpoint], LoadSettings(concurrency=2),
+                                           engine="kvgate-sim", source=Garbled())
+        finally:
+            await runner.cleanup()
+
+    result = asyncio.run(run())
+    assert "/metrics: line 1" in result.metrics_error
+    assert len(result.probe.records) == 4 and all(r.ok for r in result.probe.records)
 
 
 class Scripted:
@@ -111,6 +142,6 @@ class Scripted:
 
 def test_settle_waits_until_the_write_counters_stop_moving():
     source = Scripted([0, 100, 200, 300, 300, 300, 300, 300])
-    endpoint = Endpoint(url="http://127.0.0.1:1", model="m")
-    asyncio.run(settle(source, [endpoint], "kvgate-sim", interval=0.0, quiet_polls=3))
+    asyncio.run(settle(source, ["http://127.0.0.1:1/metrics"], "kvgate-sim", interval=0.0,
+                       quiet_polls=3))
     assert source.calls == 7  # 300 first seen on call 4, then three unchanged polls

@@ -1,4 +1,5 @@
-"""gates.inference.promtext: the Prometheus text format parser, selection, sums and deltas."""
+"""gates.inference.promtext: Prometheus text 0.0.4 and OpenMetrics 1.0 read through
+prometheus_client's parsers, into kvgate's model: selection, sums, deltas, errors by line."""
 
 from __future__ import annotations
 
@@ -9,8 +10,22 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.openmetrics.exposition import ALLOWUTF8 as UTF8
+from prometheus_client.openmetrics.exposition import UNDERSCORES
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.parser import text_string_to_metric_families
 
-from gates.inference import MetricSet, MetricsParseError, Sample, add_up, parse_metrics
+from gates.inference import (
+    MetricSet,
+    MetricsMismatch,
+    MetricsParseError,
+    Sample,
+    add_up,
+    attribute,
+    detect_engine,
+    parse_metrics,
+)
 
 DATA = Path(__file__).parent / "data" / "metrics"
 
@@ -60,6 +75,7 @@ def test_special_values_and_negative_timestamp():
     assert math.isnan(m.sum("a"))
     assert m.sum("b") == math.inf and m.sum("c") == -math.inf and m.sum("d") == math.inf
     assert m.select("something_weird")[0].timestamp_ms == -3982045
+    assert parse_metrics("huge " + "9" * 400 + "\n").sum("huge") == math.inf  # as float() has it
 
 
 def test_blank_lines_free_comments_crlf_and_trailing_comma():
@@ -79,10 +95,10 @@ def test_colons_in_names_as_vllm_uses_them():
 
 @pytest.mark.parametrize("text, line, words", [
     ("ok 1\n9bad 1\n", 2, "not a metric name"),
-    ('x{a="1" 2\n', 1, "expected ','"),
-    ('x{a="1} 2\n', 1, "no closing quote"),
+    ('x{a="1" 2\n', 1, "labels not closed"),
+    ('x{a="1} 2\n', 1, "labels not closed"),
     ('x{a="\\t"} 2\n', 1, "invalid escape"),
-    ('x{a="1",a="2"} 2\n', 1, "given twice"),
+    ('x{a="1",a="2"} 2\n', 1, "duplicate label name"),
     ("x one\n", 1, "not a number"),
     ("x 1_000\n", 1, "not a number"),
     ("x 0x10\n", 1, "not a number"),
@@ -92,10 +108,14 @@ def test_colons_in_names_as_vllm_uses_them():
     ("x 1 1.5\n", 1, "timestamp"),
     ("x\n", 1, "expected a space"),
     ("x 1\nx 2\n", 2, "appears twice"),
+    ('x{b="1",a="2"} 1\nx{a="2", b="1"} 3\n', 2, "appears twice"),  # same series, other order
     ("\n\n# TYPE x countr\n", 3, "unknown type"),
     ("# TYPE x counter\n# TYPE x counter\n", 2, "second time"),
     ("# HELP 1x help\n", 1, "not a metric name"),
-    ('x{1a="1"} 2\n', 1, "label name"),
+    ('x{1a="1"} 2\n', 1, "Invalid labels"),
+    ("x 1 # {a=\"b\"} 2\n", 1, "optional timestamp"),  # exemplars are OpenMetrics only
+    ("# TYPE x counter\nx 1\n<html><body>Bad Gateway</body></html>\n", 3, "not a metric name"),
+    ('vllm:prompt_tokens_total{engine="0",model_na', 1, "labels not closed"),  # cut short
 ])
 def test_malformed_lines_name_the_line(text, line, words):
     with pytest.raises(MetricsParseError, match=words) as caught:
@@ -185,3 +205,275 @@ def test_nearly_valid_lines_raise_only_metrics_parse_error(lines):
         assert 1 <= exc.line <= len(lines)
     else:
         assert len(result.samples) <= len(lines)
+
+
+# --- OpenMetrics 1.0 ---------------------------------------------------------------------
+
+OPENMETRICS = '''# TYPE vllm:prompt_tokens counter
+# HELP vllm:prompt_tokens Number of prefill tokens processed.
+vllm:prompt_tokens_total{engine="0",model_name="m"} 65536.0
+vllm:prompt_tokens_created{engine="0",model_name="m"} 1.7e+09
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0"} 3.0
+# TYPE vllm:time_to_first_token_seconds histogram
+# UNIT vllm:time_to_first_token_seconds seconds
+vllm:time_to_first_token_seconds_bucket{le="0.5"} 6.0
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 8.0 # {trace_id="a"} 0.7 1700000000.25
+vllm:time_to_first_token_seconds_count 8.0
+vllm:time_to_first_token_seconds_sum 3.5
+vllm:time_to_first_token_seconds_created 1.7e+09
+g_stamped 1.5 1700000000.123
+# EOF
+'''
+
+
+def test_openmetrics_counters_keep_total_and_set_created_apart():
+    m = parse_metrics(OPENMETRICS)
+    assert m.names() == ["vllm:prompt_tokens_total", "vllm:num_requests_running",
+                         "vllm:time_to_first_token_seconds_bucket",
+                         "vllm:time_to_first_token_seconds_count",
+                         "vllm:time_to_first_token_seconds_sum", "g_stamped"]
+    assert m.sum("vllm:prompt_tokens_total") == 65536
+    assert m.type_of("vllm:prompt_tokens_total") == "counter"
+    assert m.help["vllm:prompt_tokens"] == "Number of prefill tokens processed."
+    # _created are start times, not counts: kept, but where no select or sum reaches them.
+    assert [(s.name, s.value) for s in m.created] == [
+        ("vllm:prompt_tokens_created", 1.7e9), ("vllm:time_to_first_token_seconds_created", 1.7e9)]
+    assert m.sum("vllm:prompt_tokens_.*") == 65536
+    assert m.select(".*_created") == []
+
+
+def test_openmetrics_gauge_histogram_exemplar_and_timestamps_in_seconds():
+    m = parse_metrics(OPENMETRICS)
+    assert m.type_of("vllm:num_requests_running") == "gauge"
+    assert m.sum("vllm:num_requests_running") == 3
+    assert [s.value for s in m.select("vllm:time_to_first_token_seconds_bucket")] == [6, 8]
+    assert m.type_of("vllm:time_to_first_token_seconds_count") == "histogram"
+    assert m.select("vllm:time_to_first_token_seconds_bucket")[1].timestamp_ms is None
+    (g,) = m.select("g_stamped")
+    assert (g.value, g.timestamp_ms) == (1.5, 1700000000123)
+    assert m.type_of("g_stamped") == "untyped"
+
+
+def test_the_content_type_chooses_the_format_before_the_text_does():
+    om = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    assert parse_metrics(OPENMETRICS, content_type=om).created
+    # Said to be text 0.0.4, "# EOF" is a comment and _created an ordinary sample.
+    text = parse_metrics("x_total 1\nx_created 5\n# EOF\n", "text/plain; version=0.0.4")
+    assert text.names() == ["x_total", "x_created"] and not text.created
+    with pytest.raises(MetricsParseError, match="Missing # EOF") as caught:
+        parse_metrics("# TYPE x counter\nx_total 1\n", content_type=om)  # cut short
+    assert caught.value.line == 2
+    with pytest.raises(MetricsParseError, match="^line 1: Missing # EOF"):
+        parse_metrics("", content_type=om)
+    assert parse_metrics("").samples == []
+
+
+def test_the_same_scrape_in_both_formats_gives_the_same_samples():
+    registry = CollectorRegistry()
+    tokens = Counter("vllm:prompt_tokens", "Prompt tokens.", ["model_name"], registry=registry)
+    tokens.labels("m").inc(65536)
+    Gauge("vllm:num_requests_running", "Running.", registry=registry).set(2)
+    ttft = Histogram("vllm:time_to_first_token_seconds", "TTFT.", buckets=(0.5, 1.0),
+                     registry=registry)
+    for seconds in (0.2, 0.7, 3.0):
+        ttft.observe(seconds)
+    text = parse_metrics(generate_latest(registry).decode())
+    om = parse_metrics(generate_openmetrics(registry, escaping=UTF8).decode())
+    # prometheus_client writes _created as gauge families in 0.0.4, inside their family in
+    # OpenMetrics; the counts are the same.
+    assert [s for s in text.samples if not s.name.endswith("_created")] == om.samples
+    assert {s.name for s in om.created} == {"vllm:prompt_tokens_created",
+                                            "vllm:time_to_first_token_seconds_created"}
+    assert om.sum("vllm:prompt_tokens_total", {"model_name": "m"}) == 65536
+    assert om.sum("vllm:time_to_first_token_seconds_count") == 3
+
+
+# What prometheus_client 0.26 serves a scraper that asks for OpenMetrics without
+# "escaping=allow-utf-8": its sample lines turn ':' into '_', its TYPE lines do not
+# (prometheus/client_python#1177), so the samples fall out of their family.
+OPENMETRICS_COLON_BUG = """# HELP vllm:prompt_tokens Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens counter
+vllm_prompt_tokens_total{model_name="m"} 3.0
+vllm_prompt_tokens_created{model_name="m"} 1.7961161481454978e+09
+# EOF
+"""
+
+
+def test_samples_orphaned_by_the_colon_escaping_bug_keep_their_names():
+    m = parse_metrics(OPENMETRICS_COLON_BUG)
+    # As exposed: an untyped "vllm_..." series (the adapters take "vllm[:_]"); its start time
+    # is still kept apart from the counts.
+    assert m.names() == ["vllm_prompt_tokens_total"]
+    assert m.type_of("vllm_prompt_tokens_total") == "untyped"
+    assert [s.name for s in m.created] == ["vllm_prompt_tokens_created"]
+    assert detect_engine(m) == "vllm"
+
+
+class _Replay:
+    """A collector yielding families prometheus_client parsed, to write them as OpenMetrics."""
+
+    def __init__(self, text: str):
+        # 0.0.4 gives counters' start times as gauge families "x_created"; OpenMetrics has them
+        # inside the counter's family and refuses them as families of their own.
+        self.families = [f for f in text_string_to_metric_families(text)
+                         if not (f.type == "gauge" and f.name.endswith("_created"))]
+
+    def collect(self):
+        return self.families
+
+
+# prometheus_client exporters: the engines that answer an OpenMetrics Accept header.
+PYTHON_EXPORTERS = sorted(p.name.removesuffix(".before.prom") for p in DATA.glob("*.before.prom")
+                          if p.name.startswith(("vllm", "lmcache", "sglang")))
+
+
+@pytest.mark.parametrize("escaping", [UTF8, UNDERSCORES])
+@pytest.mark.parametrize("name", PYTHON_EXPORTERS)
+def test_recorded_scrapes_served_as_openmetrics_attribute_the_same(name, escaping):
+    # These exporters name counters "_total" in both formats, so an engine answering a
+    # scraper's OpenMetrics Accept header must give the adapters the same numbers, even with
+    # the colons prometheus_client's default escaping turns into "_" (see above).
+    def both(when: str) -> tuple[MetricSet, MetricSet]:
+        text = (DATA / f"{name}.{when}.prom").read_text()
+        registry = CollectorRegistry()
+        registry.register(_Replay(text))
+        served = generate_openmetrics(registry, escaping=escaping).decode()
+        return parse_metrics(text), parse_metrics(served, "application/openmetrics-text")
+
+    try:
+        (before, before_om), (after, after_om) = both("before"), both("after")
+    except MetricsParseError as exc:
+        # The bug also scatters a labelled histogram's orphaned series into families whose
+        # names clash: refused, naming the line, rather than read wrong.
+        assert escaping == UNDERSCORES and "Clashing name" in str(exc)
+        return
+    if escaping == UTF8:
+        assert after_om.samples == [s for s in after.samples if not s.name.endswith("_created")]
+    engine = detect_engine(after)
+    assert detect_engine(after_om) == engine
+    if engine is None:
+        return
+    got, want = attribute(engine, before_om, after_om), attribute(engine, before, after)
+    # Only the names the report lists as matched show the escaping.
+    assert got.model_dump(exclude={"matched"}) == want.model_dump(exclude={"matched"})
+    assert escaping == UNDERSCORES or got == want
+
+
+@pytest.mark.parametrize("text, line, family, words", [
+    ("# TYPE c counter\nc_total 1\n\nc_created 1\n# EOF\n", 3, None, "blank line"),
+    ("# TYPE c counter\nc_total 1\n# EOF\nc_total 2\n", 4, "c_total", "after # EOF"),
+    ("# TYPE c counter\nc_total -1\n# EOF\n", 2, "c_total", "cannot be negative"),
+    ("# TYPE c counter\nc_total five\n# EOF\n", 2, "c_total", "not a number"),
+    ("# TYPE c counter\nc_total 1\nc_total 2\n# EOF\n", 3, None, "c_total appears twice"),
+    ('# TYPE c counter\nc_total{a="1",b="2"} 1\nc_total{b="2",a="1"} 2\n# EOF\n', 3, None,
+     "appears twice"),
+    ("g 1 1e400\n# EOF\n", 1, "g", "timestamp"),
+    ("# TYPE x untyped\nx 1\n# EOF\n", 1, "x", "Invalid TYPE"),
+    # Whole-family checks run when the family closes: the error names it and its first line.
+    ('a 1\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\nh_sum 1\n# TYPE g gauge\n'
+     'g 1\n# EOF\n', 2, "h", "+Inf bucket missing"),
+    ("x_total 1\n# TYPE x counter\nx_total 2\n# EOF\n", 2, "x", "Clashing name"),
+])
+def test_malformed_openmetrics_names_the_line_and_family(text, line, family, words):
+    with pytest.raises(MetricsParseError, match=re.escape(words)) as caught:
+        parse_metrics(text, "application/openmetrics-text")
+    assert (caught.value.line, caught.value.family) == (line, family)
+    assert str(caught.value).startswith(f"line {line}: ")
+
+
+def test_a_garbled_line_deep_in_a_recorded_scrape_is_named():
+    lines = (DATA / "vllm.after.prom").read_text().splitlines()
+    lines[40] = lines[40][:25] + "\u0663" + lines[40][25:]  # one byte flipped in transit
+    with pytest.raises(MetricsParseError) as caught:
+        parse_metrics("\n".join(lines))
+    assert caught.value.line == 41
+
+
+# --- deltas across a restart -------------------------------------------------------------
+
+def test_a_family_whose_type_changed_cannot_be_subtracted():
+    before = parse_metrics("# TYPE x counter\nx 10\n")
+    after = parse_metrics("# TYPE x gauge\nx 4\n")
+    with pytest.raises(MetricsMismatch, match="family x: TYPE counter before, gauge after"):
+        after.delta(before)
+    # "untyped" in 0.0.4 is "unknown" in OpenMetrics: the same thing.
+    untyped = parse_metrics("# TYPE y untyped\ny 1\n")
+    unknown = parse_metrics("# TYPE y unknown\ny 3\n# EOF\n")
+    assert unknown.delta(untyped).sum("y") == 2
+    # A family only one scrape declares is no change of type.
+    assert after.delta(parse_metrics("x 1\n")).sum("x") == 3
+
+
+def test_delta_from_text_to_openmetrics_of_the_same_counter():
+    before = parse_metrics("# TYPE c_total counter\nc_total 5\n")
+    after = parse_metrics("# TYPE c counter\nc_total 9\nc_created 1.7e9\n# EOF\n")
+    d = after.delta(before)
+    assert d.sum("c_total") == 4 and d.resets == [] and d.created == after.created
+    assert d.names() == ["c_total"]  # the start time is no count, not even as a delta
+
+
+# --- properties ----------------------------------------------------------------------------
+
+SERIES = st.dictionaries(
+    st.tuples(st.from_regex(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,8}", fullmatch=True),
+              st.frozensets(st.tuples(st.from_regex(r"[a-zA-Z][a-zA-Z0-9_]{0,4}", fullmatch=True),
+                                      st.text(max_size=6)), max_size=3)),
+    st.tuples(st.floats(allow_nan=True, allow_infinity=True),
+              st.one_of(st.none(), st.integers(0, 10**15))),
+    max_size=8)
+
+
+def _render(series: dict, openmetrics: bool) -> tuple[str, list[Sample]]:
+    lines, expected = [], []
+    for (name, labels), (value, ms) in sorted(series.items(), key=lambda kv: kv[0][0]):
+        labels = dict(labels)  # a label name given twice keeps one value
+        sample = Sample(name=name, labels=labels, value=value, timestamp_ms=ms)
+        inner = sample.key[len(name):]
+        stamp = "" if ms is None else f" {ms // 1000}.{ms % 1000:03d}" if openmetrics else f" {ms}"
+        lines.append(f"{name}{inner} {value!r}{stamp}")
+        expected.append(sample)
+    return "\n".join(lines + (["# EOF"] if openmetrics else [])) + "\n", expected
+
+
+def _same(got: Sample, want: Sample) -> bool:
+    both_nan = math.isnan(got.value) and math.isnan(want.value)
+    return got.model_copy(update={"value": 0}) == want.model_copy(update={"value": 0}) and (
+        both_nan or got.value == want.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(SERIES, st.booleans())
+def test_generated_samples_round_trip_in_both_formats(series, openmetrics):
+    text, expected = _render(series, openmetrics)
+    got = parse_metrics(text).samples
+    assert len(got) == len(expected) and all(map(_same, got, expected))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.sampled_from([None, "application/openmetrics-text", "text/plain"]))
+def test_arbitrary_openmetrics_raises_only_metrics_parse_error(text, content_type):
+    try:
+        parse_metrics(text + "\n# EOF\n", content_type)
+    except MetricsParseError as exc:
+        assert str(exc).startswith(f"line {exc.line}: ") and exc.line >= 1
+
+
+OM_LINE = st.one_of(
+    st.from_regex(r'[a-z_]{1,6}(_total|_created|_bucket|_count|_sum)?(\{([a-z]{1,3}="[^"\\\n]{0,4}"'
+                  r',?){0,3}\})? -?[0-9.eE+-]{1,6}( -?[0-9.]{1,6})?( # \{[a-z]="[a-z]"\} 1)?',
+                  fullmatch=True),
+    st.from_regex(r"# (HELP|TYPE|UNIT) [a-z_]{1,5} (counter|gauge|histogram|summary|info|"
+                  r"stateset|unknown|[a-z ]{0,9})", fullmatch=True),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(OM_LINE, max_size=8))
+def test_nearly_valid_openmetrics_raises_only_metrics_parse_error(lines):
+    try:
+        result = parse_metrics("\n".join([*lines, "# EOF"]))
+    except MetricsParseError as exc:
+        assert 1 <= exc.line <= len(lines) + 1
+    else:
+        assert len(result.samples) + len(result.created) <= len(lines)

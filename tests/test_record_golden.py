@@ -28,6 +28,7 @@ from gates.core import (
     Limit,
     Measurement,
     Outcome,
+    Table,
     UpstreamRef,
 )
 from gates.options import RunOptions
@@ -102,6 +103,10 @@ def g3_record() -> GateRecord:
                                    text="Engine configuration reviewed", answer="pass",
                                    note="LMCache chunk 256", operator="Jana Novak",
                                    answered_at="2026-11-30T09:14:05Z")],
+        tables={"Storage-read evidence chain @ concurrency 8": Table(
+            columns=["signal", "kind", "value", "expected", "agrees?", "note"],
+            rows=[["vllm:external_prefix_cache_hits_total", "engine counter", "8,192 tokens",
+                   "≥ 7,373 of 8,192 expected tokens", "agrees", ""]])},
     )
 
 

@@ -26,7 +26,18 @@ from gates.checklist import ChecklistStore
 from gates.core import SEVERITY, ChecklistAnswer, DutItem, Limit, Measurement, Outcome
 from gates.inference import Repetition
 from gates.options import RunOptions
-from gates.report import REPORT_REVISION, SEAL_ID, check_seal, css_string
+from gates.report import (
+    KEY_DIR_ENV,
+    KEY_ENV,
+    RECORD_META,
+    REPORT_REVISION,
+    SEAL_ID,
+    check_seal,
+    css_string,
+    embedded_records,
+    grouped,
+    new_key,
+)
 from gates.session import GateSession
 
 REPO = Path(__file__).resolve().parent.parent
@@ -213,8 +224,11 @@ def build_reports(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    """The four gate reports, built once for this module."""
-    return build_reports(tmp_path_factory.mktemp("reports"))
+    """The four gate reports, built once for this module (no signing key: unsigned)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_DIR_ENV, str(tmp_path_factory.mktemp("no-keys")))
+        patch.delenv(KEY_ENV, raising=False)
+        return build_reports(tmp_path_factory.mktemp("reports"))
 
 
 # ---- a small structural reader --------------------------------------------------------------
@@ -481,3 +495,35 @@ def test_the_by_hand_recomputation_printed_in_the_report_works(reports):
     done = subprocess.run(["bash", "-c", command], cwd=files["html"].parent, capture_output=True,
                           text=True, timeout=30, check=True)
     assert done.stdout.split()[0] == Page(text).texts[SEAL_ID]
+
+
+def test_each_report_names_its_record_and_says_it_is_unsigned(reports):
+    for record, files in reports.values():
+        text = files["html"].read_text()
+        assert embedded_records(text) == [json.loads(files["json"].read_text())["record_sha256"]]
+        assert f'<meta name="{RECORD_META}" content="{record.sha256()}">' in text
+        signature = {r[0]: r[1] for r in page(files).tables["digital-signature"]}
+        assert signature["status"].startswith("unsigned: no signing key was configured")
+        assert "sig" not in files
+
+
+def test_a_session_signs_with_the_key_the_variable_names(tmp_path, monkeypatch):
+    private, _, key = new_key(tmp_path / "keys")
+    monkeypatch.setenv(KEY_ENV, str(private))
+    root = tmp_path / "signed"
+    root.mkdir()
+    (root / "site.toml").write_text(SITE)
+    shutil.copy(REPO / "thresholds.toml", root / "thresholds.toml")
+    session = open_session(root, "r1")
+    session.record("g1", Measurement.measured("bw", 6, Limit.at_least(5.0, GB)))
+    [(record, files)] = session.finish()
+    session.store.close()
+    signed = json.loads(files["sig"].read_text())
+    assert signed["statement"]["sha256"] == record.sha256()
+    assert signed["fingerprint"] == key.fingerprint
+    html = page(files)
+    signature = {r[0]: r[1] for r in html.tables["digital-signature"]}
+    assert signature["fingerprint"] == grouped(key.fingerprint)
+    assert signature["public key"] == key.text
+    performed = html.rows("signatures")[0]
+    assert performed[0] == "Performed by" and grouped(key.fingerprint) in performed[-1]

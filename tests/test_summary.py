@@ -12,12 +12,18 @@ from gates.core import G1, GATE_TITLES, GATES, SHORTENED, Limit
 from gates.report import (
     ABSENT,
     ACCEPT,
+    KEY_DIR_ENV,
+    KEY_ENV,
     NOT_READY,
     ChainLink,
     Summary,
     build_summary,
     check_seal,
+    embedded_records,
+    grouped,
     key_figures,
+    load_signer,
+    new_key,
     recommend,
     summary_digest,
     write_summary,
@@ -25,6 +31,13 @@ from gates.report import (
 from gates.store import Store
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
+
+
+@pytest.fixture(autouse=True)
+def no_key(tmp_path, monkeypatch):
+    """No signing key on this machine unless a test makes one."""
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
 
 
 @pytest.fixture
@@ -271,3 +284,22 @@ def test_a_summary_is_never_overwritten(store):
     write_summary(store, SITE, "r1")
     with pytest.raises(FileExistsError):
         write_summary(store, SITE, "r1")
+
+
+def test_the_summary_shows_its_signer_and_each_records(store, tmp_path):
+    full_chain(store, "r1")
+    unsigned = write_summary(store, SITE, "r1", signer=None)
+    body = json.loads(unsigned["json"].read_text())
+    page = Page(unsigned["html"].read_text())
+    assert body["signer"] is None and "sig" not in unsigned
+    assert page.ids["signer"].startswith("Unsigned")
+    assert [c["signer"] for c in body["chain"]] == ["unsigned"] * 4
+    assert embedded_records(unsigned["html"].read_text()) == [body["summary_sha256"]]
+    signer = load_signer(new_key(tmp_path / "k")[0])
+    full_chain(store, "r2")
+    signed = write_summary(store, SITE, "r2", signer=signer)
+    body = json.loads(signed["json"].read_text())
+    assert body["signer"]["fingerprint"] == signer.public.fingerprint
+    assert signed["sig"].is_file()
+    assert grouped(signer.public.fingerprint) in Page(signed["html"].read_text()).ids["signer"]
+    jsonschema.validate(body, Summary.model_json_schema(mode="serialization"))

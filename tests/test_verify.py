@@ -1,15 +1,50 @@
-"""`kvgate verify`: tampering with one byte of evidence, a verdict, or the chain is named."""
+"""`kvgate verify`: tampering with one byte of evidence, a verdict, or the chain is named.
+
+Signatures, signers and the report-record binding have their own tests in test_signing.py;
+here an intact chain is signed by this machine's key, so verify calls it intact (exit 0), and
+an unsigned one is intact but unsigned (exit 4).
+"""
 
 import hashlib
 import json
 import tarfile
 
+import pytest
 from _chain import SITE, full_chain
 
 from gates.cli import main
 from gates.core import GateRecord, Limit, Measurement, Outcome, UpstreamRef
-from gates.report import verify, write_summary
+from gates.report import (
+    KEY_DIR_ENV,
+    KEY_ENV,
+    PRIVATE_NAME,
+    content_hash,
+    load_signer,
+    new_key,
+    record_digest,
+    statement,
+    verify,
+    write_signature,
+    write_summary,
+)
 from gates.store import Store, write_bundle
+
+
+@pytest.fixture(autouse=True)
+def signer(tmp_path, monkeypatch):
+    """This machine's own key, in a key folder of the test's own: what verify trusts."""
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    new_key(tmp_path / "keys")
+    return load_signer(tmp_path / "keys" / PRIVATE_NAME)
+
+
+def sign_records(folder, signer):
+    """Sign each gate JSON of a run folder (and its report) as write_reports would."""
+    for path in sorted(folder.glob("g[1-4].json")):
+        html = path.with_suffix(".html")
+        write_signature(path, signer, statement(path.name, record_digest(json.loads(
+            path.read_text())), html.name, content_hash(html.read_text())))
 
 
 def write_run(root, run_id, gate, upstream=None, value=12.0):
@@ -28,10 +63,11 @@ def write_run(root, run_id, gate, upstream=None, value=12.0):
     return folder, record
 
 
-def test_an_intact_run_verifies(tmp_path, capsys):
+def test_an_intact_unsigned_run_is_not_called_intact(tmp_path, capsys):
     folder, _ = write_run(tmp_path, "r1", "g1")
-    assert main(["verify", str(folder)]) == 0
-    assert "intact: g1.json" in capsys.readouterr().out
+    assert main(["verify", str(folder)]) == 4
+    out = capsys.readouterr().out
+    assert "UNSIGNED g1.json: no signature (.sig)" in out and "intact" not in out
 
 
 def test_one_altered_evidence_byte_is_named(tmp_path, capsys):
@@ -82,11 +118,12 @@ def test_schema_describes_every_key_of_a_written_record(tmp_path, capsys):
 # ---- seals, the summary, unlisted evidence, extracted bundles -------------------------------
 
 def sealed_run(tmp_path):
-    """A real store with a G1→G4 chain in one run, sealed reports and the summary."""
+    """A real store with a G1→G4 chain in one run, sealed reports and the summary, signed."""
     out = tmp_path / "reports"
     with Store(out) as store:
         full_chain(store, "r1")
-        write_summary(store, SITE, "r1")
+        write_summary(store, SITE, "r1")  # signed by the configured key: this machine's
+    sign_records(out / "r1", load_signer(tmp_path / "keys" / PRIVATE_NAME))
     return out / "r1"
 
 
@@ -94,7 +131,7 @@ def test_a_sealed_run_with_its_summary_verifies(tmp_path, capsys):
     folder = sealed_run(tmp_path)
     assert main(["verify", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "intact: g1.json, g2.json, g3.json, g4.json, g1.html" in out
+    assert ", intact: g1.json, g2.json, g3.json, g4.json, g1.html" in out
     assert "summary.html, summary.json" in out
 
 

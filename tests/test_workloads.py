@@ -285,3 +285,12 @@ PINNED_HASH = "4ce95428e79e8055dd09a6a7e8154031cb145fbead6b06f4232c990da9fd493b"
 def test_planned_request_refuses_zero_max_tokens():
     with pytest.raises(ValueError, match="max_tokens"):
         PlannedRequest(request_id="r", phase=PROBE, prompt=[1], max_tokens=0)
+
+
+def test_the_eviction_mode_is_part_of_the_workload_hash():
+    from gates.inference import workload_hash
+
+    plan = cold_recovery(2, 64, 8, 4, seed=1, vocab=32000, chunk_tokens=16, warmup=0)
+    assert workload_hash(plan) == workload_hash(plan)  # the pinned, condition-free form
+    assert workload_hash(plan, eviction="reset") != workload_hash(plan, eviction="none")
+    assert workload_hash(plan, eviction="reset") != workload_hash(plan)

@@ -1,6 +1,9 @@
 """The on-site checklist: manual items per gate, their answers in the store, the guided run."""
 
-from .cli import add_checklist_commands, checklist_command
+from .cli import (
+    add_checklist_commands,
+    checklist_command,
+)
 from .items import (
     AnswersFile,
     ChecklistItem,
@@ -10,8 +13,18 @@ from .items import (
     parse_gates,
     tally,
 )
-from .run import ChecklistFlow, GateRequest, PromptAsker, attempt_from_store, gate_argv
-from .store import ChecklistRun, ChecklistStore, GateAttempt
+from .run import (
+    ChecklistFlow,
+    GateRequest,
+    PromptAsker,
+    attempt_from_store,
+    gate_argv,
+)
+from .store import (
+    ChecklistRun,
+    ChecklistStore,
+    GateAttempt,
+)
 
 __all__ = [
     "AnswersFile",

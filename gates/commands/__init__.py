@@ -1,20 +1,53 @@
-"""The CLI verbs other than `run`: model, loadgen, engine, bundle, inventory."""
+"""The CLI verbs other than `run`: model, loadgen, engine, bundle, inventory, proof, key, verify."""
 
-from .bundle import add_bundle_commands, bundle_command
-from .engine import add_engine_commands, engine_command
-from .inventory import inventory_command
-from .inference import add_inference_commands, loadgen, sim_serve
-from .model import add_model_commands, model_command
+from .bundle import (
+    add_bundle_commands,
+    bundle_command,
+)
+from .engine import (
+    add_engine_commands,
+    engine_command,
+)
+from .inference import (
+    add_inference_commands,
+    loadgen,
+    sim_serve,
+)
+from .inventory import (
+    inventory_command,
+)
+from .key import (
+    add_key_commands,
+    key_command,
+)
+from .model import (
+    add_model_commands,
+    model_command,
+)
+from .proof import (
+    add_proof_commands,
+    proof_command,
+)
+from .verify import (
+    add_verify_commands,
+    verify_command,
+)
 
 __all__ = [
     "add_bundle_commands",
     "add_engine_commands",
     "add_inference_commands",
+    "add_key_commands",
     "add_model_commands",
+    "add_proof_commands",
+    "add_verify_commands",
     "bundle_command",
     "engine_command",
     "inventory_command",
+    "key_command",
     "loadgen",
     "model_command",
+    "proof_command",
     "sim_serve",
+    "verify_command",
 ]

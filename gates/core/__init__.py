@@ -3,10 +3,35 @@
 No I/O beyond reading the two TOML files; imports nothing else of gates.
 """
 
-from .arms import ADAPTER_NAMES, LAUNCH_HOST, TAIL_LINES, Arm, ArmError, Arms, render, validate_arms
-from .config import ConfigError, LoadedFile, load_site, load_thresholds, read_document, validate
-from .declared import DECLARED, G1, G2, G3, G4
-from .measures import Declarations, Declared
+from .arms import (
+    ADAPTER_NAMES,
+    LAUNCH_HOST,
+    TAIL_LINES,
+    Arm,
+    ArmError,
+    Arms,
+    render,
+    validate_arms,
+)
+from .config import (
+    ConfigError,
+    LoadedFile,
+    load_site,
+    load_thresholds,
+    read_document,
+    validate,
+)
+from .declared import (
+    DECLARED,
+    G1,
+    G2,
+    G3,
+    G4,
+)
+from .measures import (
+    Declarations,
+    Declared,
+)
 from .record import (
     GATE_TITLES,
     GATES,
@@ -15,11 +40,15 @@ from .record import (
     ChecklistAnswer,
     DutItem,
     GateRecord,
+    Table,
     UpstreamRef,
     json_digest,
     upstream_gate,
 )
-from .requests import RequestOutcome, RequestRecord
+from .requests import (
+    RequestOutcome,
+    RequestRecord,
+)
 from .settings import (
     LLAMACPP_PINNED,
     Ceilings,
@@ -31,7 +60,11 @@ from .settings import (
     Topology,
     WorkloadSettings,
 )
-from .shipped import CHECKOUT, in_checkout, shipped
+from .shipped import (
+    CHECKOUT,
+    in_checkout,
+    shipped,
+)
 from .stats import (
     Comparison,
     above_claimed_band,
@@ -53,7 +86,14 @@ from .steady import (
     round_averages,
     snia_steady_state,
 )
-from .thresholds import Decision, G1Limits, G2Limits, G3Limits, G4Limits, Thresholds
+from .thresholds import (
+    Decision,
+    G1Limits,
+    G2Limits,
+    G3Limits,
+    G4Limits,
+    Thresholds,
+)
 from .units import (
     Duration,
     Percent,
@@ -68,7 +108,15 @@ from .units import (
     parse_rate,
     parse_size,
 )
-from .verdict import EXIT_CODES, SEVERITY, Limit, Measurement, Outcome, failures_first, gate_verdict
+from .verdict import (
+    EXIT_CODES,
+    SEVERITY,
+    Limit,
+    Measurement,
+    Outcome,
+    failures_first,
+    gate_verdict,
+)
 
 __all__ = [
     "ADAPTER_NAMES",
@@ -119,6 +167,7 @@ __all__ = [
     "SteadyState",
     "SteadyStateUnavailable",
     "TAIL_LINES",
+    "Table",
     "Target",
     "Thresholds",
     "Topology",

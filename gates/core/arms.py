@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, PositiveInt, field_validator, model_validator
 
 from .strict import Strict
-from .units import Duration
+from .units import Duration, Size
 
 ARM_NAMES = ("baseline", "candidate", "recompute", "control")
 PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python")
@@ -74,6 +74,13 @@ class Arm(Strict):
     env: dict[str, str] = {}  # launch: added to kvgate's own environment
     port: int = Field(default=0, ge=0, lt=65536)  # launch: 0 = a free loopback port
     stop_timeout: Duration = Field(default=30.0, gt=0)  # launch: SIGTERM to SIGKILL
+    # Tokens per KV block, for engines whose counters count blocks (Dynamo KVBM: the workers'
+    # vLLM --block-size, default 16); None = the engine's counters count tokens.
+    kv_block_tokens: PositiveInt | None = None
+    # The engine's CPU/DRAM KV tier in front of the storage (LMCache max_local_cpu_size, vLLM
+    # native offload's CPU bytes, SGLang's host pool): a tier that could hold the probe's whole
+    # working set makes the storage-read proof INCONCLUSIVE. None = none, or not declared.
+    cpu_tier: Size | None = None
 
     @field_validator("engine")
     @classmethod

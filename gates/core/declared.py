@@ -46,6 +46,7 @@ G3 = Declarations("g3", [
     Declared("g3.gpu_hit_fraction", "KV tokens served from the GPU cache during the probe", _C),
     Declared("g3.device_reads", "KV devices' read bytes vs the engine's storage reads", _C),
     Declared("g3.process_reads", "Engine process's storage reads vs its KV restores", _C),
+    Declared("g3.evidence_chain", "Storage-read evidence chain", _C),
     Declared("g3.ttft_speedup_vs_recompute", "TTFT speed-up vs recompute", _C),
     Declared("g3.throughput_speedup_vs_recompute", "Throughput speed-up vs recompute", _C),
     Declared("g3.loadgen_fit", "Load generator fit for a gate", _C),

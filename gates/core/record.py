@@ -65,6 +65,13 @@ class ChecklistAnswer(BaseModel):
     answered_at: str  # UTC, ISO 8601
 
 
+class Table(BaseModel):
+    """A table a report shows as it is: column headings and rows of text."""
+
+    columns: list[str]
+    rows: list[list[str]] = Field(default_factory=list)
+
+
 class GateRecord(BaseModel):
     """A gate's result: the verdict is computed from the measurements, never set by hand."""
 
@@ -87,6 +94,9 @@ class GateRecord(BaseModel):
     inventory: list[DutItem] = Field(default_factory=list)
     facts: dict[str, str] = Field(default_factory=dict)  # e.g. the workload hash G3 must match
     checklist: list[ChecklistAnswer] = Field(default_factory=list)  # the gate's manual items
+    # Tables the report shows as they are, e.g. G3's storage-read evidence chain per level,
+    # by title. Left out of the JSON when a gate has none.
+    tables: dict[str, Table] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     @computed_field
     @property

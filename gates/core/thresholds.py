@@ -51,6 +51,10 @@ class G3Limits(Strict):
     throughput_gain_min: Percent = 29.0
     throughput_gain_claimed_max: Percent = 40.0
     storage_read_fraction_min: Percent = 90.0
+    # The storage side's bytes during the probe as a share of the engine's own: a floor, and a
+    # ceiling above which other I/O on the devices makes the figure unfit (MARGINAL).
+    storage_side_band_min: Percent = 90.0
+    storage_side_band_max: Percent = Field(default=150.0, gt=100.0)
     correctness_tokens: PositiveInt = 16
 
     @model_validator(mode="after")

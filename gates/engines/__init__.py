@@ -6,7 +6,10 @@ from .choice import (
     choose_engine,
     server_command,
 )
-from .protocol import ProtocolError, run_arm_once
+from .protocol import (
+    ProtocolError,
+    run_arm_once,
+)
 
 __all__ = [
     "CANDIDATE_DIR",

@@ -15,6 +15,7 @@ from ..inference import (
     PhaseError,
     PsutilDiskCounters,
     Repetition,
+    SysfsCounters,
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
@@ -42,7 +43,8 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                  *, log: Path, kv_root: Path | None, run_id: str,
                  on_record: Callable[[RequestRecord], None] | None = None,
                  output_tokens: int | None = None, devices: list[str] = (),
-                 kv_bytes_per_token: int | None = None) -> Repetition:
+                 kv_bytes_per_token: int | None = None, interfaces: list[str] = (),
+                 rdma_devices: list[str] = ()) -> Repetition:
     """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
     try:
         kv = prepare_kv_dir(name, arm, kv_root)
@@ -60,6 +62,9 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
             settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
             restart = process.restart if workload.eviction == "restart" else None
             disks = PsutilDiskCounters() if watched else None
+            # NVMe-oF: the storage NICs' and RDMA ports' receive bytes carry the KV reads.
+            nics = SysfsCounters(interfaces, rdma_devices) if interfaces or rdma_devices \
+                else None
             if arm.engine == "llamacpp":  # slot files: save, erase, restore (engines.llamacpp)
                 cold = asyncio.run(run_slot_cold_recovery(
                     workload_plan(workload, output_tokens), process.endpoints(), settings,
@@ -70,7 +75,8 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                 cold = asyncio.run(run_cold_recovery(
                     workload_plan(workload, output_tokens), process.endpoints(), settings,
                     engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
-                    devices=watched, evict_hook=restart))
+                    devices=watched, evict_hook=restart, metrics_urls=process.metrics_urls(),
+                    nics=nics, block_tokens=arm.kv_block_tokens))
     except (ArmError, PhaseError, AttributionError) as exc:
         tail = ""
         if isinstance(exc, PhaseError) and log.exists():

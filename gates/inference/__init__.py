@@ -1,33 +1,76 @@
 """Inference instruments: SSE, the load generator, metrics, workloads, phases, the proof
 (attribution), launched engines and KV directories, and the G2/G3 rules."""
 
-from .attribution import (
+from .adapters import (
     ADAPTERS,
     QUANTITIES,
     SIM_METRICS,
     SIM_VLLM_ALIASES,
+)
+from .attribution import (
+    StorageAttribution,
+    attribute,
+    detect_engine,
+)
+from .chunks import (
+    DONE,
+    StreamChunk,
+    Usage,
+    classify,
+)
+from .controls import (
+    restore_physics,
+    working_set,
+)
+from .counters import (
+    StorageReads,
+    StorageSnapshot,
+    SysfsCounters,
+    storage_reads,
+)
+from .disks import (
     AttributionError,
     DiskCounters,
     DiskIO,
     FakeDiskCounters,
     PsutilDiskCounters,
-    StorageAttribution,
-    attribute,
-    detect_engine,
     device_read_bytes,
     restore_gbps,
 )
-from .chunks import DONE, StreamChunk, Usage, classify
+from .evidence import (
+    Agreement,
+    ChainVerdict,
+    Kind,
+    Signal,
+    chain_measurement,
+    evidence_table,
+    judge_chain,
+    within,
+)
 from .g2g3 import (
-    PROOF_FAILED,
     correctness,
-    device_reads,
     g2_measurements,
+    g3_chains,
     g3_measurements,
+    level_chain,
+)
+from .g3proof import (
+    PROOF_FAILED,
+    device_reads,
     process_reads,
     storage_proof,
 )
-from .kv_dir import MARKER, KvDir, prepare_kv_dir
+from .identity import (
+    SIM_HEADER,
+    ServerIdentity,
+    identify,
+    server_identity,
+)
+from .kv_dir import (
+    MARKER,
+    KvDir,
+    prepare_kv_dir,
+)
 from .loadgen import (
     READ_BUFFER,
     Endpoint,
@@ -61,12 +104,48 @@ from .phases import (
     scrape_all,
     settle,
 )
-from .process import ArmProcess, HealthProbe, free_port, http_status, port_taken
-from .promtext import MetricSet, MetricsParseError, Sample, add_up, parse_metrics
-from .repetitions import Repetition, repetition
-from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
-from .sse import SSEDecoder, SSEEvent, SSEProtocolError
-from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
+from .process import (
+    ArmProcess,
+    HealthProbe,
+    free_port,
+    http_status,
+    port_taken,
+)
+from .promtext import (
+    MetricSet,
+    MetricsMismatch,
+    MetricsParseError,
+    Sample,
+    add_up,
+    parse_metrics,
+)
+from .proof import (
+    ProbeEvidence,
+    ProofContext,
+    probe_chain,
+    recompute_row,
+    series_label,
+)
+from .repetitions import (
+    Repetition,
+    repetition,
+)
+from .selfcheck import (
+    LOOP_LAG_P99_MAX,
+    SCHEDULE_LAG_P99_MAX,
+    LoopLagMonitor,
+    judge_self_check,
+)
+from .sse import (
+    SSEDecoder,
+    SSEEvent,
+    SSEProtocolError,
+)
+from .traces import (
+    MOONCAKE_BLOCK,
+    mooncake_replay,
+    parse_mooncake,
+)
 from .workloads import (
     EVICT,
     PROBE,
@@ -85,8 +164,10 @@ from .workloads import (
 
 __all__ = [
     "ADAPTERS",
+    "Agreement",
     "ArmProcess",
     "AttributionError",
+    "ChainVerdict",
     "ColdRecovery",
     "DONE",
     "DiskCounters",
@@ -96,6 +177,7 @@ __all__ = [
     "FakeDiskCounters",
     "HealthProbe",
     "HttpMetrics",
+    "Kind",
     "KvDir",
     "LOOP_LAG_P99_MAX",
     "LoadResult",
@@ -105,6 +187,7 @@ __all__ = [
     "MARKER",
     "MOONCAKE_BLOCK",
     "MetricSet",
+    "MetricsMismatch",
     "MetricsParseError",
     "MetricsSource",
     "PROBE",
@@ -113,6 +196,8 @@ __all__ = [
     "Plan",
     "PlannedLike",
     "PlannedRequest",
+    "ProbeEvidence",
+    "ProofContext",
     "PsutilDiskCounters",
     "QUANTITIES",
     "READ_BUFFER",
@@ -120,6 +205,7 @@ __all__ = [
     "ResponseStream",
     "SCHEDULE_LAG_P99_MAX",
     "SEED",
+    "SIM_HEADER",
     "SIM_METRICS",
     "SIM_VLLM_ALIASES",
     "SLO",
@@ -127,15 +213,21 @@ __all__ = [
     "SSEEvent",
     "SSEProtocolError",
     "Sample",
+    "ServerIdentity",
+    "Signal",
     "Stats",
     "StorageAttribution",
+    "StorageReads",
+    "StorageSnapshot",
     "StreamChunk",
+    "SysfsCounters",
     "Usage",
     "WARMUP",
     "WorkloadError",
     "add_up",
     "attribute",
     "block_tokens",
+    "chain_measurement",
     "chunk_gaps",
     "classify",
     "cold_recovery",
@@ -144,11 +236,16 @@ __all__ = [
     "device_read_bytes",
     "device_reads",
     "e2e",
+    "evidence_table",
     "free_port",
     "g2_measurements",
+    "g3_chains",
     "g3_measurements",
     "http_status",
+    "identify",
+    "judge_chain",
     "judge_self_check",
+    "level_chain",
     "mooncake_replay",
     "multi_turn",
     "parse_metrics",
@@ -156,22 +253,30 @@ __all__ = [
     "payload",
     "port_taken",
     "prepare_kv_dir",
+    "probe_chain",
     "process_reads",
+    "recompute_row",
     "release_times",
     "repetition",
     "request_record",
     "restore_gbps",
+    "restore_physics",
     "run_cold_recovery",
     "run_phase",
     "scrape_all",
     "send",
+    "series_label",
+    "server_identity",
     "settle",
     "shared_prefix",
     "stats",
     "storage_proof",
+    "storage_reads",
     "summarize",
     "tpot",
     "ttft",
+    "within",
+    "working_set",
     "workload_hash",
     "workload_plan",
 ]

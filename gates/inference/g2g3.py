@@ -24,10 +24,11 @@ from ..core import (
     throughput_gain,
     ttft_reduction,
 )
-from .repetitions import Repetition
-
-PROOF_FAILED = "KV did not come from the candidate storage"
-GPU_HIT_MAX = 1.0  # % of the expected KV tokens a cold probe may find in the GPU cache
+from .counters import StorageReads
+from .evidence import Signal, chain_measurement
+from .g3proof import storage_proof
+from .proof import ProofContext, probe_chain, recompute_row
+from .repetitions import Repetition, probe_evidence
 
 
 def _positive(unit: str) -> Limit:
@@ -124,65 +125,6 @@ def gains(c: int, base: list[Repetition], cand: list[Repetition], limits: G3Limi
             _compare(declared[1], c, tput, gain_limit, decision.statistic, note)]
 
 
-def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Measurement]:
-    """The candidate's probe read its KV from storage, not from the GPU cache."""
-    expected = sum(r.expected_kv_tokens for r in cand)
-    reads = [r.storage_read_tokens for r in cand]
-    gpu = [r.gpu_hit_tokens for r in cand]
-    fraction_limit = Limit.at_least(limits.storage_read_fraction_min, "%",
-                                    key="g3.storage_read_fraction_min")
-    stored = G3["g3.storage_read_fraction"]
-    if any(x is None for x in reads) or not expected:
-        read = stored.error("the engine exposes no storage-read counter", fraction_limit, at=c)
-    else:
-        read = stored.measured(sum(reads) / expected * 100, fraction_limit, at=c,
-                               note=f"{sum(reads):,.0f} of {expected:,} expected tokens")
-    hits_limit = Limit.at_most(GPU_HIT_MAX, "%")
-    gpu_hits = G3["g3.gpu_hit_fraction"]
-    hits = gpu_hits.error("the engine exposes no GPU-cache hit counter", hits_limit, at=c) \
-        if any(x is None for x in gpu) or not expected else \
-        gpu_hits.measured(sum(gpu) / expected * 100, hits_limit, at=c,
-                          note="a cold probe must not be answered by the GPU cache")
-    disk = device_reads(c, cand, fraction_limit)
-    own = [process_reads(c, cand, fraction_limit)] \
-        if all(r.process_read_bytes is not None for r in cand) else []
-    for m in (read, hits, disk, *own):
-        if m.outcome is Outcome.FAIL:
-            m.note = f"{PROOF_FAILED}: {m.note}"
-    gbps = [r.restore_gbps for r in cand if r.restore_gbps]
-    if gbps and read.outcome is not Outcome.ERROR:
-        read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
-    return [read, hits, disk, *own]
-
-
-def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
-    """The KV devices' own read bytes rose by what the engine says it read (no page cache)."""
-    declared = G3["g3.device_reads"]
-    engine = [r.storage_read_bytes for r in cand]
-    device = [r.device_read_bytes for r in cand]
-    if any(d is None for d in device):
-        return declared.not_applicable("no block device to watch: name the array's devices in "
-                                       "site.toml [topology] devices", at=c)
-    if any(e is None for e in engine) or not sum(engine):
-        return declared.error("the engine exposes no storage-read byte counter", limit, at=c)
-    return declared.measured(sum(device) / sum(engine) * 100, limit, at=c,
-                             note=f"devices read {sum(device):,} bytes, the engine "
-                                f"{sum(engine):,.0f} (a page-cache hit reads no device)")
-
-
-def process_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
-    """The engine process made the storage layer read what its restores say they read."""
-    declared = G3["g3.process_reads"]
-    engine = sum(r.storage_read_bytes or 0 for r in cand)
-    process = sum(r.process_read_bytes or 0 for r in cand)
-    if not engine:
-        return declared.error("the engine reports no bytes restored", limit, at=c)
-    return declared.measured(process / engine * 100, limit, at=c,
-                             note=f"the process read {process:,} bytes from storage "
-                                "(/proc/PID/io read_bytes: page-cache hits do not count), its "
-                                f"restores {engine:,.0f}")
-
-
 def recompute_reference(c: int, cand: list[Repetition],
                         recompute: list[Repetition]) -> list[Measurement]:
     """How much faster the candidate is than recomputing the KV (the seed's 12.6x / 18.3x)."""
@@ -211,9 +153,18 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int) -> Measure
 
 def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
                     recompute: Sequence[Repetition], limits: G3Limits,
-                    decision: Decision) -> list[Measurement]:
-    """Every G3 measurement per concurrency level (correctness is added by the suite)."""
+                    decision: Decision,
+                    chains: dict[int, list[Signal]] | None = None) -> list[Measurement]:
+    """Every G3 measurement per concurrency level (correctness is added by the suite).
+
+    chains are the levels' evidence chains (g3_chains); without them they are built with the
+    default proof context (no G1 bandwidth, no host memory: the controls then say so).
+    """
     base_by, rec_by = by_concurrency(base), by_concurrency(recompute)
+    if chains is None:
+        chains = g3_chains(cand, recompute, ProofContext(
+            read_fraction_min=limits.storage_read_fraction_min,
+            band=(limits.storage_side_band_min, limits.storage_side_band_max)), None)
     out: list[Measurement] = []
     for c, group in by_concurrency(cand).items():
         errors = sum(r.errors for r in group)
@@ -227,7 +178,30 @@ def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
             continue
         out += gains(c, base_by[c], group, limits, decision)
         out += storage_proof(c, group, limits)
+        out.append(G3["g3.evidence_chain"].stamp(chain_measurement("", chains[c]), c))
         if c in rec_by:
             out += recompute_reference(c, group, rec_by[c])
         out.append(self_check(G3["g3.loadgen_fit"], c, group))
     return out
+
+
+def g3_chains(cand: Sequence[Repetition], recompute: Sequence[Repetition],
+              proof: ProofContext, kv_bytes_per_token: int | None) -> dict[int, list[Signal]]:
+    """The evidence chain of every candidate level."""
+    rec_by = by_concurrency(recompute)
+    return {c: level_chain(group, rec_by.get(c, []), proof, kv_bytes_per_token)
+            for c, group in by_concurrency(cand).items()}
+
+
+def level_chain(cand: list[Repetition], recompute: list[Repetition], proof: ProofContext,
+                kv_bytes_per_token: int | None) -> list[Signal]:
+    """The evidence chain of one level's candidate probes (and its recompute arm's)."""
+    evidence = probe_evidence(cand, kv_bytes_per_token)
+    signals = probe_chain(evidence, proof)
+    watched = [r for r in recompute if r.device_read_bytes is not None]
+    if watched:
+        reads = StorageReads(device_bytes=sum(r.device_read_bytes for r in watched))
+        per_rep = evidence.expected_bytes / max(evidence.repetitions, 1) \
+            if evidence.expected_bytes else None
+        signals.append(recompute_row(reads, per_rep * len(watched) if per_rep else None))
+    return signals

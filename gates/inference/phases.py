@@ -19,11 +19,17 @@ from .attribution import (
     device_read_bytes,
     restore_gbps,
 )
+from .counters import SysfsCounters, storage_reads
+from .identity import ServerIdentity, server_identity
 from .loadgen import Endpoint, LoadResult, LoadSettings, run_phase
-from .promtext import MetricSet, MetricsParseError, parse_metrics
+from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, parse_metrics
 from .workloads import EVICT, PROBE, SEED, WARMUP, Plan
 
 Eviction = Literal["reset", "flood", "none"]
+# Engines whose counters reach /metrics late: LMCache's stats logger publishes every 10 s
+# (LMCache/LMCache lmcache/v1/cache_engine.py: LMCacheStatsLogger(log_interval=10)), so the
+# after-probe scrape waits past one interval or it would miss the probe's reads.
+COUNTER_DELAY_S = {"lmcache": 11.0}
 
 
 class PhaseError(Exception):
@@ -63,15 +69,31 @@ async def scrape_all(source: MetricsSource, endpoints: Sequence[Endpoint]) -> li
     return [await source.scrape(metrics_url(e)) for e in endpoints]
 
 
-async def settle(source: MetricsSource, endpoints: Sequence[Endpoint], engine: str,
+TARGET_LABEL = "scrape_target"  # added to every series when an arm names several targets
+
+
+async def scrape_targets(source: MetricsSource, urls: Sequence[str]) -> MetricSet:
+    """Every scrape target an arm names, merged into one set (Dynamo frontend + KVBM port)."""
+    sets = [(url, await source.scrape(url)) for url in urls]
+    if len(sets) == 1:
+        return sets[0][1]
+    # Series of two targets may share a name and labels (two replicas): the target tells them
+    # apart, so a delta never mixes one target's counter with another's.
+    samples = [Sample(name=x.name, labels=x.labels | {TARGET_LABEL: url}, value=x.value)
+               for url, m in sets for x in m.samples]
+    return MetricSet(samples=samples, types={k: v for _, m in sets for k, v in m.types.items()},
+                     help={k: v for _, m in sets for k, v in m.help.items()})
+
+
+async def settle(source: MetricsSource, urls: Sequence[str], engine: str,
                  interval: float = 0.5, quiet_polls: int = 3, timeout: float = 120.0) -> float:
     """Wait until the storage-write counters stop moving; returns the seconds waited."""
     start = time.monotonic()
     last, quiet, zero = None, 0, parse_metrics("")
     while quiet < quiet_polls and time.monotonic() - start < timeout:
-        snaps = await scrape_all(source, endpoints)
+        snap = await scrape_targets(source, urls)
         # Totals since the engine started (a delta from nothing), not a delta of a snapshot.
-        written = [attribute(engine, zero, s).storage_write_bytes for s in snaps]
+        written = attribute(engine, zero, snap).storage_write_bytes
         quiet = quiet + 1 if written == last else 0
         last = written
         if quiet < quiet_polls:
@@ -92,11 +114,32 @@ async def evict(endpoints: Sequence[Endpoint], how: Eviction, plan: Plan,
             url = endpoint.url.rstrip("/") + "/reset_prefix_cache"
             try:
                 async with session.post(url, timeout=aiohttp.ClientTimeout(total=60)) as r:
+                    if r.status == 404:
+                        raise PhaseError(f"{url}: HTTP 404: vLLM serves /reset_prefix_cache only "
+                                         "with VLLM_SERVER_DEV_MODE=1 in the server's "
+                                         "environment (vllm/entrypoints/serve/dev/cache/"
+                                         "api_router.py); set it on the arm, or choose another "
+                                         "[workload] eviction")
                     if r.status >= 300:
                         raise PhaseError(f"{url}: HTTP {r.status}")
             except aiohttp.ClientError as exc:
                 raise PhaseError(f"{url}: {exc!r}") from None
     return "POST /reset_prefix_cache on every endpoint"
+
+
+async def _scrape(source: MetricsSource, urls: Sequence[str]) -> tuple[MetricSet | None, str]:
+    try:
+        return await scrape_targets(source, urls), ""
+    except PhaseError as exc:
+        return None, f"metrics: {exc}"
+
+
+def _attribute(engine: str, before: MetricSet, after: MetricSet, block_tokens: int | None,
+               urls: Sequence[str]) -> StorageAttribution:
+    try:
+        return attribute(engine, before, after, block_tokens)
+    except MetricsMismatch as exc:  # a family changed type between the scrapes
+        raise PhaseError(f"{', '.join(urls)}: {exc}") from None
 
 
 class ColdRecovery(BaseModel):
@@ -115,6 +158,11 @@ class ColdRecovery(BaseModel):
     process_read_bytes: int | None = None
     page_cache: str = ""
     probe_read_bytes: dict[str, int] = {}
+    metrics_error: str = ""  # why the engine's counters could not be read (the proof says so)
+    server: ServerIdentity | None = None  # what the server said it is
+    # Storage NICs' receive bytes and RDMA ports' bytes in the probe (NVMe-oF), when watched.
+    nic_read_bytes: int | None = None
+    rdma_read_bytes: int | None = None
 
     def storage_read_bytes(self) -> float | None:
         """Storage-read bytes of the probe summed over endpoints, None if not exposed."""
@@ -137,31 +185,52 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
                             source: MetricsSource | None = None,
                             disks: DiskCounters | None = None, devices: Sequence[str] = (),
                             on_record: Callable[[RequestRecord], None] | None = None,
-                            evict_hook: Callable[[], None] | None = None) -> ColdRecovery:
+                            evict_hook: Callable[[], None] | None = None,
+                            metrics_urls: Sequence[str] = (), nics: SysfsCounters | None = None,
+                            block_tokens: int | None = None) -> ColdRecovery:
     """Warm up, seed every context, let writes settle, evict, then probe at the concurrency.
 
     ``evict_hook`` replaces the eviction request, e.g. restarting an arm whose tier persists.
+    ``metrics_urls`` are every scrape target the arm names (default: each endpoint's
+    /metrics), merged; ``nics`` watches the storage NICs and RDMA ports during the probe.
     """
     source = source or HttpMetrics()
-    first = await scrape_all(source, endpoints)
-    engine = detect_engine(first[0]) if engine == "auto" else engine
-    if engine is None:
-        raise PhaseError(f"cannot tell the engine from {metrics_url(endpoints[0])}; "
-                         "name it with --engine")
+    urls = list(metrics_urls) or [metrics_url(e) for e in endpoints]
+    # A scrape that fails (target down, garbled text) costs the proof, never the load run:
+    # the error is kept and the proof says INCONCLUSIVE with it.
+    first, problem = await _scrape(source, urls)
+    key = endpoints[0].api_key
+    server = await server_identity(endpoints[0].url, key.get_secret_value() if key else "")
+    if engine == "auto" and first is not None:
+        engine = detect_engine(first) or ""
+        problem = problem or ("" if engine else f"cannot tell the engine from "
+                              f"{', '.join(urls)}: name it (arm engine = ..., or --engine)")
     await run_phase(plan.phase(WARMUP), endpoints, settings, on_record)
     seed = await run_phase(plan.phase(SEED), endpoints, settings, on_record)
-    waited = await settle(source, endpoints, engine)
+    waited = await settle(source, urls, engine) if not problem else 0.0
     if evict_hook is not None:
         await asyncio.to_thread(evict_hook)
         done = "restarted the engine (its storage tier persists)"
     else:
         done = await evict(endpoints, eviction, plan, settings)
-    before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
+    (before, early), disk_before = await _scrape(source, urls), disks and disks.read()
+    nic_before = nics.read() if nics else None
     probe = await run_phase(plan.phase(PROBE), endpoints, settings, on_record)
-    after, disk_after = await scrape_all(source, endpoints), disks and disks.read()
+    await asyncio.sleep(COUNTER_DELAY_S.get(engine, 0.0))
+    (after, late), disk_after = await _scrape(source, urls), disks and disks.read()
+    wire = storage_reads(nic_before, nics.read()) if nics and nic_before else None
+    problem = problem or early or late
+    attribution = StorageAttribution(engine=engine or "unknown")
+    if not problem:
+        try:
+            attribution = _attribute(engine, before, after, block_tokens, urls)
+        except PhaseError as exc:
+            problem = str(exc)
     return ColdRecovery(
-        engine=engine, seed=seed, probe=probe, eviction=done, settle_seconds=waited,
-        attribution=[attribute(engine, b, a) for b, a in zip(before, after, strict=True)],
+        engine=engine or "unknown", seed=seed, probe=probe, eviction=done,
+        settle_seconds=waited, attribution=[attribution], metrics_error=problem, server=server,
         expected_kv_tokens=plan.total_expected_kv_tokens,
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
-        if disks and devices else None)
+        if disks and devices else None,
+        nic_read_bytes=wire.nic_bytes if wire else None,
+        rdma_read_bytes=wire.rdma_bytes if wire else None)

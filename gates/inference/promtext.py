@@ -1,44 +1,47 @@
-"""Prometheus text exposition format (version 0.0.4) as typed samples, and deltas. Pure: no I/O.
+"""Prometheus ``/metrics`` bodies as typed samples, and deltas between two scrapes. Pure: no I/O.
 
-What an engine's ``/metrics`` serves: ``# HELP`` and ``# TYPE`` lines, other comments, blank
-lines, and samples ``name{label="value",...} value [timestamp_ms]``. Values may be NaN, +Inf
-or -Inf; label values escape backslash, double quote and newline.
-"""
+prometheus_client's parsers read the text format 0.0.4 and OpenMetrics 1.0 (ends with ``# EOF``);
+ours are the model (Sample, MetricSet), errors naming the line, and checks for what they misread."""
 
 from __future__ import annotations
 
+import io
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from traceback import walk_tb
 
+from prometheus_client.openmetrics.parser import text_fd_to_metric_families as _openmetrics
+from prometheus_client.parser import text_fd_to_metric_families as _text
+from prometheus_client.parser import text_string_to_metric_families as _text_string
 from pydantic import BaseModel, ConfigDict, Field
 
-NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_NAME = re.compile(NAME)
-_LABEL_NAME = re.compile(r"[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*\"")
-# Python's float() also takes "1_000", "infinity" and hex; the format does not.
-# ASCII only: Python's \d and float() also take other scripts' digits.
-_VALUE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[Nn][Aa][Nn]|[Ii][Nn][Ff])",
-                    re.ASCII)
-_TIMESTAMP = re.compile(r"-?\d{1,19}", re.ASCII)
-_BLANKS = re.compile(r"[ \t]+")
-_BRACE = re.compile(r"[ \t]*\{")
-_CLOSE = re.compile(r"[ \t]*\}")
-_SEP = re.compile(r"[ \t]*(,|\})")
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 TYPES = {"counter", "gauge", "histogram", "summary", "untyped",
          "unknown", "info", "stateset", "gaugehistogram"}  # the last four: OpenMetrics
 # Sample-name suffixes that belong to a family declared without them (histogram, summary).
-_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created", "_info")
+_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created", "_info", "_gcount", "_gsum")
 Labels = Mapping[str, "str | re.Pattern[str]"]
+# A name (empty when quoted inside the braces) and its {labels}, quotes respected.
+_SERIES = re.compile(r'(?P<name>[^{ \t]*)(?:[ \t]*(?P<labels>\{(?:[^"}]|"(?:[^"\\]|\\.)*+")*+\}))?')
+# From a quote through valid characters to an escape the formats do not have.
+_BAD_ESCAPE = re.compile(r'"(?:[^"\\]|\\[\\"n])*(\\[^\\"n])')
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
+# ASCII only: prometheus_client takes int()/float() of a token, which read other scripts' digits.
+_FLOAT = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_VALUE = re.compile(rf"{_FLOAT}|[+-]?(?:[Nn][Aa][Nn]|[Ii][Nn][Ff])", re.ASCII)
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
 class MetricsParseError(ValueError):
-    """Text that is not the Prometheus exposition format; names the line."""
+    """Text that is not a Prometheus exposition; names the line and, where known, the family."""
 
-    def __init__(self, line: int, message: str):
-        super().__init__(f"line {line}: {message}")
-        self.line = line
+    def __init__(self, line: int, message: str, family: str | None = None):
+        super().__init__(f"line {line}: " + (f"{family}: " if family else "") + message)
+        self.line, self.family = line, family
+
+
+class MetricsMismatch(ValueError):
+    """Two scrapes that cannot be subtracted: a family's TYPE differs between them."""
 
 
 class Sample(BaseModel):
@@ -54,14 +57,8 @@ class Sample(BaseModel):
     @property
     def key(self) -> str:
         """The series in PromQL notation, labels sorted: ``name{a="x",b="y"}``."""
-        if not self.labels:
-            return self.name
-        inner = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(self.labels.items()))
-        return f"{self.name}{{{inner}}}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        inner = ",".join(f'{k}="{v.translate(_ESCAPES)}"' for k, v in sorted(self.labels.items()))
+        return f"{self.name}{{{inner}}}" if inner else self.name
 
 
 def add_up(values: list[float]) -> float:
@@ -73,12 +70,9 @@ def add_up(values: list[float]) -> float:
 
 
 def _matches(sample: Sample, labels: Labels | None) -> bool:
-    # A label the sample lacks matches as "", as in PromQL.
     for name, want in (labels or {}).items():
-        have = sample.labels.get(name, "")
-        if isinstance(want, re.Pattern) and not want.fullmatch(have):
-            return False
-        if isinstance(want, str) and have != want:
+        have = sample.labels.get(name, "")  # a label the sample lacks is "", as in PromQL
+        if not (want.fullmatch(have) if isinstance(want, re.Pattern) else have == want):
             return False
     return True
 
@@ -87,9 +81,12 @@ class MetricSet(BaseModel):
     """Every sample of one scrape (or the deltas between two), with HELP and TYPE."""
 
     samples: list[Sample] = Field(default_factory=list)
-    types: dict[str, str] = Field(default_factory=dict)
+    types: dict[str, str] = Field(default_factory=dict)  # as declared, by the declared name
     help: dict[str, str] = Field(default_factory=dict)
     resets: list[str] = Field(default_factory=list)  # delta only: series whose counter fell
+    # OpenMetrics ``*_created`` samples (of counters, histograms, summaries, untyped): start times
+    # (s since the epoch), not counts; apart from ``samples`` so no select, sum or delta sees them.
+    created: list[Sample] = Field(default_factory=list)
 
     def names(self) -> list[str]:
         """Distinct sample names in order of first appearance."""
@@ -97,11 +94,9 @@ class MetricSet(BaseModel):
 
     def type_of(self, name: str) -> str:
         """The declared TYPE of a sample name's family; "untyped" when none was declared."""
-        if name in self.types:
-            return self.types[name]
-        for suffix in _SUFFIXES:
-            if name.endswith(suffix) and name[:-len(suffix)] in self.types:
-                return self.types[name[:-len(suffix)]]
+        for family in (name, *(name[:-len(x)] for x in _SUFFIXES if name.endswith(x))):
+            if family in self.types:
+                return self.types[family]
         return "untyped"
 
     def select(self, name: str | re.Pattern[str], labels: Labels | None = None) -> list[Sample]:
@@ -116,128 +111,139 @@ class MetricSet(BaseModel):
 
     def delta(self, before: MetricSet) -> MetricSet:
         """Per series: self minus before; new series count from 0, reset counters from 0."""
+        for family, kind in self.types.items():  # a counter minus a gauge means nothing
+            was = before.types.get(family, kind)
+            if was != kind and {was, kind} != {"untyped", "unknown"}:
+                raise MetricsMismatch(f"family {family}: TYPE {was} before, {kind} after")
         # A counter that fell was restarted: its delta is its new value, as PromQL's increase()
         # takes it, and the series is listed in ``resets`` so a report can say so.
         old = {s.key: s.value for s in before.samples}
         out, resets = [], []
         for s in self.samples:
-            prev = old.get(s.key, 0.0)
-            value = s.value - prev
+            value = s.value - old.get(s.key, 0.0)
             if value < 0 and self._is_counter(s.name):
                 value = s.value
                 resets.append(s.key)
             out.append(Sample(name=s.name, labels=s.labels, value=value))
         return MetricSet(samples=out, types=dict(self.types), help=dict(self.help),
-                         resets=resets)
+                         resets=resets, created=list(self.created))
 
     def _is_counter(self, name: str) -> bool:
         kind = self.type_of(name)
-        if kind == "counter":
-            return True
-        if kind in ("histogram", "summary", "gaugehistogram"):
+        if kind in ("histogram", "summary"):  # a gauge histogram's buckets may fall
             return name.endswith(("_bucket", "_count", "_sum"))
-        return kind in ("untyped", "unknown") and name.endswith("_total")
+        return kind == "counter" or kind in ("untyped", "unknown") and name.endswith("_total")
 
 
-def _labels(line: str, pos: int, n: int) -> tuple[dict[str, str], int]:
-    """Parse ``{a="x",...}`` starting just after the brace; return labels and the end index."""
-    labels: dict[str, str] = {}
-    while True:
-        close = _CLOSE.match(line, pos)
-        if close:
-            return labels, close.end()
-        m = _LABEL_NAME.match(line, pos)
-        if not m:
-            raise MetricsParseError(n, f"expected a label name or '}}' at column {pos + 1}")
-        name, pos = m.group(1), m.end()
-        chars = []
-        while True:
-            if pos >= len(line):
-                raise MetricsParseError(n, f"label {name}: value has no closing quote")
-            c = line[pos]
-            if c == '"':
-                pos += 1
-                break
-            if c == "\\":
-                nxt = line[pos + 1:pos + 2]
-                if nxt not in _ESCAPES:
-                    raise MetricsParseError(n, f"label {name}: invalid escape '\\{nxt}'")
-                chars.append(_ESCAPES[nxt])
-                pos += 2
+class _Lines:
+    """The text as prometheus_client reads it, line by line: counted, and checked first.
+
+    Its parsers misread garbled text (measured, 0.26): "x 1 2 3" is 1 at time 3, "x \u0663" is 3,
+    "\\t" stays in a label value, a second TYPE wins, an unknown type fails lines later."""
+
+    def __init__(self, text: str, openmetrics: bool):
+        self.text, self.om, self.n, self.line, self.family = text, openmetrics, 0, "", None
+        self.types, self.samples = {}, []  # TYPE by name; (number, text) of each sample line
+
+    def __iter__(self) -> Iterator[str]:
+        for n, raw in enumerate(io.StringIO(self.text), start=1):
+            self.n, self.line = n, raw.rstrip("\n") if self.om else raw.rstrip("\r\n").strip(" \t")
+            parts, self.family = self.line.split(None, 3), None
+            if parts[:1] == ["#"] and len(parts) > 2 and parts[1] in ("HELP", "TYPE", "UNIT"):
+                name, kind = parts[2], parts[3].strip() if len(parts) > 3 else ""
+                self.family = name if _NAME.fullmatch(name) else None
+                if not (self.family or name.startswith('"')):  # quoted: a UTF-8 name, theirs
+                    raise self.error(f"{name[:60]!r} is not a metric name")
+                if parts[1] == "TYPE" and self.family:
+                    if kind not in TYPES or name in self.types:
+                        raise self.error("TYPE given a second time" if kind in TYPES
+                                         else f"unknown type {kind[:40]!r}")
+                    self.types[name] = kind
+            elif self.line and not self.line.startswith("#"):
+                self.samples.append((n, self.line))
+                self._sample(self.line)
+            yield raw
+
+    def error(self, message: str) -> MetricsParseError:
+        return MetricsParseError(max(self.n, 1), message, self.family)  # "" has a line 1 too
+
+    def _sample(self, line: str) -> None:
+        series = _SERIES.match(line)
+        name, rest = series.group("name"), line[series.end():]
+        self.family = name if _NAME.fullmatch(name) else None
+        if not (self.family or name == "" and series.group("labels")):  # "": quoted in {}
+            raise self.error(f"{name[:60]!r} is not a metric name")
+        if bad := _BAD_ESCAPE.search(series.group()):
+            raise self.error(f"invalid escape {bad.group(1)!r} in a label value")
+        fields = re.split(r"[ \t]+", rest.split(" # ", 1)[0] if self.om else rest)  # exemplar
+        # "{" for a value: labels left open, or a native histogram (experimental; no form here).
+        if rest[:1] not in (" ", "\t") or fields[1:2] == [""] or rest.lstrip(" \t")[:1] == "{":
+            raise self.error("labels not closed: a quote or '}' is missing" if "{" in rest[:2]
+                             else "expected a space and a value after the series")
+        if len(fields := [f for f in fields if f]) > 2:
+            raise self.error(f"expected a value and an optional timestamp, got {rest[:60]!r}")
+        if not _VALUE.fullmatch(fields[0]):
+            raise self.error(f"{fields[0][:40]!r} is not a number")
+        stamp = fields[1] if len(fields) == 2 else "0"  # 0.0.4: integer ms; OpenMetrics: s
+        good = re.fullmatch(_FLOAT if self.om else r"-?\d{1,19}", stamp, re.ASCII)
+        if not good or not -2**63 <= (float(stamp) * 1000 if self.om else int(stamp)) < 2**63:
+            unit = "seconds" if self.om else "integer milliseconds"
+            raise self.error(f"timestamp {stamp[:40]!r} is not {unit} (in the int64 range)")
+
+    def duplicate(self) -> MetricsParseError:
+        """Where a series is given twice: prometheus_client keeps both, or (OpenMetrics) one."""
+        seen: set[str] = set()
+        for n, text in self.samples:
+            try:
+                (s,) = next(iter(_text_string(text))).samples
+            except Exception:  # a line it cannot read alone names no series
                 continue
-            chars.append(c)
-            pos += 1
-        if name in labels:
-            raise MetricsParseError(n, f"label {name} given twice")
-        labels[name] = "".join(chars)
-        sep = _SEP.match(line, pos)
-        if not sep:
-            raise MetricsParseError(n, f"label {name}: expected ',' or '}}' after the value")
-        pos = sep.end()
-        if sep.group(1) == "}":
-            return labels, pos
+            if (key := Sample(name=s.name, labels=s.labels, value=0).key) in seen:
+                return MetricsParseError(n, f"series {key} appears twice")
+            seen.add(key)
+        return MetricsParseError(self.samples[-1][0], "a series appears twice")
 
 
-def _sample(line: str, n: int) -> Sample:
-    m = _NAME.match(line)
-    if not m:
-        raise MetricsParseError(n, f"not a metric name: {line[:60]!r}")
-    name, pos = m.group(), m.end()
-    labels: dict[str, str] = {}
-    brace = _BRACE.match(line, pos)
-    if brace:
-        labels, pos = _labels(line, brace.end(), n)
-    rest = line[pos:]
-    if rest[:1] not in (" ", "\t"):
-        raise MetricsParseError(n, f"{name}: expected a space and a value after the series")
-    fields = _BLANKS.split(rest.strip(" \t"))
-    if not 1 <= len(fields) <= 2:
-        raise MetricsParseError(n, f"{name}: expected a value and an optional timestamp, "
-                                   f"got {rest.strip()[:60]!r}")
-    if not _VALUE.fullmatch(fields[0]):
-        raise MetricsParseError(n, f"{name}: {fields[0][:40]!r} is not a number")
-    timestamp = None
-    if len(fields) == 2:
-        if not _TIMESTAMP.fullmatch(fields[1]) or not -2**63 <= int(fields[1]) < 2**63:
-            raise MetricsParseError(n, f"{name}: timestamp {fields[1][:40]!r} is not an "
-                                       f"integer in ms")
-        timestamp = int(fields[1])
-    return Sample(name=name, labels=labels, value=float(fields[0]), timestamp_ms=timestamp)
+def _number(value: float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of hundreds of digits; float("1" * 400) is inf too
+        return math.inf if value > 0 else -math.inf
 
 
-def _comment(line: str, n: int, metrics: MetricSet) -> None:
-    parts = line[1:].strip(" \t").split(None, 2)
-    if len(parts) < 2 or parts[0] not in ("HELP", "TYPE"):
-        return  # a free comment
-    keyword, name = parts[0], parts[1]
-    if not _NAME.fullmatch(name):
-        raise MetricsParseError(n, f"# {keyword}: {name[:60]!r} is not a metric name")
-    text = parts[2] if len(parts) == 3 else ""
-    if keyword == "TYPE":
-        if text.strip() not in TYPES:
-            raise MetricsParseError(n, f"# TYPE {name}: unknown type {text.strip()[:40]!r}")
-        if name in metrics.types:
-            raise MetricsParseError(n, f"# TYPE {name} given a second time")
-        metrics.types[name] = text.strip()
-    else:
-        metrics.help[name] = re.sub(r"\\(\\|n)", lambda m: "\n" if m.group(1) == "n" else "\\",
-                                    text)
-
-
-def parse_metrics(text: str) -> MetricSet:
-    """Parse a ``/metrics`` body; a malformed line raises MetricsParseError naming it."""
-    metrics = MetricSet()
-    seen: set[str] = set()
-    for n, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r").strip(" \t")
-        if not line:
-            continue
-        if line.startswith("#"):
-            _comment(line, n, metrics)
-            continue
-        sample = _sample(line, n)
-        if sample.key in seen:
-            raise MetricsParseError(n, f"series {sample.key} appears twice")
-        seen.add(sample.key)
-        metrics.samples.append(sample)
-    return metrics
+def parse_metrics(text: str, content_type: str | None = None) -> MetricSet:
+    """Parse a ``/metrics`` body: OpenMetrics if content_type or a final ``# EOF`` says so."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    om = kind == "application/openmetrics-text" or kind != "text/plain" and \
+        text.rstrip("\n").rsplit("\n", 1)[-1] == "# EOF"
+    lines, families, start = _Lines(text, om), [], 1
+    try:
+        for family in (_openmetrics if om else _text)(lines):
+            families.append(family)
+            start = lines.n  # the line that closed this family opened the next
+    except MetricsParseError:
+        raise
+    except Exception as exc:  # anything from inside prometheus_client: callers get ours only
+        detail = (f"{exc} ({exc.__context__})" if exc.__context__ else str(exc))[:200]
+        # Whole-family checks (buckets, clashing names) fail as it closes: say where it began.
+        frames = [f for f, _ in walk_tb(exc.__traceback__) if f.f_code.co_name == "build_metric"]
+        if frames:
+            raise MetricsParseError(start, detail, frames[0].f_locals.get("name")) from None
+        raise lines.error(detail or f"cannot parse {lines.line[:60]!r}") from None
+    out = MetricSet(types=dict(lines.types))
+    for f in families:
+        # 0.0.4: prometheus_client names counter families without _total, samples with; undo.
+        renamed = not om and f.type == "counter" and f.name in lines.types
+        declared = f.name + "_total" if f.type == "counter" and not (om or renamed) else f.name
+        out.help.update({declared: f.documentation} if f.documentation else {})
+        for s in f.samples:
+            ms = None if s.timestamp is None else round(float(s.timestamp) * 1000)
+            name = s.name[:-6] if renamed else s.name
+            # Start times of counters, histograms, summaries, or orphaned (client_python#1177).
+            created = om and name.endswith("_created") and f.type not in ("gauge", "stateset")
+            (out.created if created else out.samples).append(Sample(
+                name=name, labels=dict(s.labels), value=_number(s.value), timestamp_ms=ms))
+    keys = [s.key for s in out.samples + out.created]
+    if len(set(keys)) < len(keys) or sum(len(f.samples) for f in families) < len(lines.samples):
+        raise lines.duplicate()
+    return out

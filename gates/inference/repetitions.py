@@ -5,8 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..core import percentile
+from .attribution import StorageAttribution
+from .counters import StorageReads
 from .metrics import summarize
 from .phases import ColdRecovery
+from .proof import ProbeEvidence, series_label
 
 
 class Repetition(BaseModel):
@@ -32,6 +35,17 @@ class Repetition(BaseModel):
     fit: bool = True  # the load generator's self-check
     unfit_reasons: list[str] = []
     outputs: dict[str, list[int]] = {}  # probe request id -> output token ids
+    # For the evidence chain: the probe's duration, per-rank reads, the storage counter used.
+    probe_seconds: float = 0.0
+    rank_reads: dict[str, float] = {}
+    rank_mode: str = ""
+    caveat: str = ""
+    counter: str = ""
+    nic_read_bytes: int | None = None
+    rdma_read_bytes: int | None = None
+    metrics_error: str = ""
+    server: str = ""  # what the server said it is (GET /v1/models, its version endpoint)
+    simulated: bool = False  # the server said it is kvgate's simulator
 
     @property
     def ttft_p50(self) -> float | None:
@@ -59,4 +73,37 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         page_cache=cold.page_cache, probe_read_bytes=cold.probe_read_bytes,
         fit=cold.probe.self_check.fit,
         unfit_reasons=cold.probe.self_check.reasons,
-        outputs={r.request_id: r.output_ids for r in cold.probe.records})
+        outputs={r.request_id: r.output_ids for r in cold.probe.records},
+        probe_seconds=cold.probe.wall, **_chain_fields(attribution),
+        nic_read_bytes=cold.nic_read_bytes, rdma_read_bytes=cold.rdma_read_bytes,
+        metrics_error=cold.metrics_error,
+        server=cold.server.describe() if cold.server else "",
+        simulated=bool(cold.server and cold.server.simulated))
+
+
+def _chain_fields(attribution: list[StorageAttribution]) -> dict:
+    # One attribution per arm (its scrape targets merged); ranks keyed by target when several.
+    if len(attribution) != 1:
+        return {}
+    a = attribution[0]
+    return {"rank_reads": a.rank_reads, "rank_mode": a.rank_mode,
+            "caveat": a.caveats.get("storage_read_tokens", ""),
+            "counter": series_label(a.matched.get("storage_read_tokens", []))}
+
+
+def probe_evidence(reps: list[Repetition], kv_bytes_per_token: int | None) -> ProbeEvidence:
+    """The evidence of a level's probes, for the storage-read proof."""
+    total = ProbeEvidence()
+    for r in reps:
+        storage = StorageReads(device_bytes=r.device_read_bytes, nic_bytes=r.nic_read_bytes,
+                               rdma_bytes=r.rdma_read_bytes)
+        one = ProbeEvidence(
+            engine=r.arm, expected_tokens=r.expected_kv_tokens,
+            kv_bytes_per_token=kv_bytes_per_token, storage_read_tokens=r.storage_read_tokens,
+            storage_read_bytes=r.storage_read_bytes, rank_reads=r.rank_reads,
+            rank_mode=r.rank_mode, caveat=r.caveat, counter=r.counter,
+            gpu_hit_tokens=r.gpu_hit_tokens, storage=storage,
+            process_read_bytes=r.process_read_bytes, probe_seconds=r.probe_seconds,
+            page_cache_dropped=bool(r.page_cache), repetitions=1, error=r.metrics_error)
+        total = one if not total.repetitions else total + one
+    return total

@@ -197,10 +197,15 @@ def shared_prefix(groups: int, per_group: int, prefix_tokens: int, suffix_tokens
                             vocab=vocab, reserved=reserved))
 
 
-def workload_hash(plan: Plan) -> str:
-    """SHA-256 (hex) of the plan's canonical JSON: same plan, same hash, on any machine."""
-    canonical = json.dumps(plan.model_dump(mode="json"), sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=True, allow_nan=False)
+def workload_hash(plan: Plan, **conditions: Any) -> str:
+    """SHA-256 (hex) of the plan's canonical JSON: same plan, same hash, on any machine.
+
+    conditions are what else changes what a probe measures without being in the prompts (the
+    eviction mode): hashed beside the plan, so G3 and G2 compare only like with like.
+    """
+    body = plan.model_dump(mode="json") | ({"conditions": conditions} if conditions else {})
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                           allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -34,7 +34,14 @@ from .kv import (
     parse_tokens,
     size_workload,
 )
-from .spec import CATALOGUE, ModelError, ModelSpec, read_config, resolve_model, spec_from_config
+from .spec import (
+    CATALOGUE,
+    ModelError,
+    ModelSpec,
+    read_config,
+    resolve_model,
+    spec_from_config,
+)
 
 __all__ = [
     "ArrayOption",

@@ -1,6 +1,12 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
-from .figures import ABSENT, key_figures
+from .chain import (
+    ChainLink,
+)
+from .figures import (
+    ABSENT,
+    key_figures,
+)
 from .report import (
     REPORT_REVISION,
     ReportContext,
@@ -11,41 +17,113 @@ from .report import (
     retest_rows,
     write_reports,
 )
-from .sealing import SEAL_ID, check_seal, seal, seal_placeholder
+from .sealing import (
+    RECORD_META,
+    SEAL_ID,
+    check_seal,
+    content_hash,
+    embedded_records,
+    seal,
+    seal_placeholder,
+)
+from .signing import (
+    KEY_DIR_ENV,
+    KEY_ENV,
+    PRIVATE_NAME,
+    PUBLIC_NAME,
+    TRUSTED_DIR,
+    PublicKey,
+    Signer,
+    configured_signer,
+    grouped,
+    key_dir,
+    load_public,
+    load_signer,
+    new_key,
+    own_public,
+    sig_path,
+    statement,
+    trusted_fingerprint,
+    trusted_here,
+    write_signature,
+)
 from .summary import (
     ACCEPT,
     NOT_READY,
-    ChainLink,
+    SignerInfo,
     Summary,
     build_summary,
     recommend,
     summary_digest,
     write_summary,
 )
-from .verification import verify
+from .trust import (
+    ALTERED,
+    BAD_INPUT,
+    INTACT,
+    UNTRUSTED,
+    VERIFY_EXIT_TEXT,
+    Verification,
+)
+from .verification import (
+    examine,
+    record_digest,
+    verify,
+)
 
 __all__ = [
     "ABSENT",
     "ACCEPT",
+    "ALTERED",
+    "BAD_INPUT",
     "ChainLink",
+    "INTACT",
+    "KEY_DIR_ENV",
+    "KEY_ENV",
     "NOT_READY",
+    "PRIVATE_NAME",
+    "PUBLIC_NAME",
+    "PublicKey",
+    "RECORD_META",
     "REPORT_REVISION",
     "ReportContext",
     "SEAL_ID",
+    "Signer",
+    "SignerInfo",
     "Summary",
+    "TRUSTED_DIR",
+    "UNTRUSTED",
+    "VERIFY_EXIT_TEXT",
+    "Verification",
     "arm_row",
     "build_summary",
     "check_seal",
+    "configured_signer",
+    "content_hash",
     "css_string",
+    "embedded_records",
+    "examine",
     "format_value",
+    "grouped",
+    "key_dir",
     "key_figures",
+    "load_public",
+    "load_signer",
+    "new_key",
+    "own_public",
     "recommend",
+    "record_digest",
     "render_html",
     "retest_rows",
     "seal",
     "seal_placeholder",
+    "sig_path",
+    "statement",
     "summary_digest",
+    "trusted_fingerprint",
+    "trusted_here",
     "verify",
     "write_reports",
+    "write_signature",
     "write_summary",
 ]

@@ -12,7 +12,16 @@ from pydantic import BaseModel
 
 from ..core import Arm, GateRecord, Measurement, Outcome, SiteInfo
 from ..store import Store, write_new
-from .sealing import SEAL_ID, seal, seal_placeholder
+from .sealing import SEAL_ID, record_meta, seal, seal_placeholder
+from .signing import (
+    CONFIGURED,
+    PublicKey,
+    Signer,
+    configured_signer,
+    grouped,
+    statement,
+    write_signature,
+)
 
 # The revision of the report's format (sections, their order and meaning). Raise it when a
 # reader comparing two reports of the same gate would otherwise be misled.
@@ -76,6 +85,7 @@ _ENV.filters["value"] = format_value
 _ENV.filters["margin"] = format_margin
 _ENV.filters["css_string"] = css_string
 _ENV.filters["breakable"] = breakable
+_ENV.filters["fromjson"] = json.loads  # the record's site binding fact is JSON
 
 # A shell line that zeroes the seal's digits and hashes the rest: the seal, recomputed by hand.
 RECOMPUTE = (f"sed -E \"s/(id=\\\"{SEAL_ID}\\\">)[0-9a-f]{{64}}/\\1$(printf '%064d' 0)/\" "
@@ -99,8 +109,13 @@ class ReportContext(BaseModel):
     retests: list[dict[str, str]] = []  # retest_rows(): earlier records of the gate
 
 
-def render_html(record: GateRecord, context: ReportContext, rule: str = "") -> str:
-    """The gate's HTML report; a gate adds its own section template, not a copy of this one."""
+def render_html(record: GateRecord, context: ReportContext, rule: str = "",
+                signer: PublicKey | None = None) -> str:
+    """The gate's HTML report; a gate adds its own section template, not a copy of this one.
+
+    It names the digest of the record it renders (a <meta> verify compares with the JSON) and
+    the key that signs it, or says it is unsigned.
+    """
     section = f"sections/{record.gate}.html.j2"
     has_section = section in _ENV.list_templates()
     return _ENV.get_template("report.html.j2").render(
@@ -108,6 +123,7 @@ def render_html(record: GateRecord, context: ReportContext, rule: str = "") -> s
         Outcome=Outcome, seal=Markup(seal_placeholder()), report_revision=REPORT_REVISION,
         recompute_seal=RECOMPUTE, **dict(context), rule=rule or decision_rule(
             record, context.statistic, context.confidence, context.marginal_band),
+        record_meta=Markup(record_meta(record.sha256())), signer=signer, grouped=grouped,
         engine_versions={k: v for k, v in record.tool_versions.items()
                          if k.startswith("engine")})
 
@@ -127,20 +143,28 @@ def retest_rows(store: Store, record: GateRecord) -> list[dict[str, str]]:
                                                                       record.run_id)]
 
 
-def write_reports(record: GateRecord, context: ReportContext, folder: Path) -> dict[str, Path]:
-    """Write <gate>.html (sealed), <gate>.html.seal and <gate>.json into the run's folder.
+def write_reports(record: GateRecord, context: ReportContext, folder: Path,
+                  signer: Signer | None | str = CONFIGURED) -> dict[str, Path]:
+    """Write <gate>.html (sealed), <gate>.html.seal, <gate>.json and, signed, <gate>.json.sig.
 
     Files of an earlier run are never touched. The seal file holds the report's own SHA-256
-    outside the report, so a summary or a bundle can list it without parsing HTML.
+    outside the report, so a summary or a bundle can list it without parsing HTML. signer is
+    the performer's key (CONFIGURED: $KVGATE_SIGNING_KEY or the default key, if any; None:
+    unsigned); its signature covers the record's digest and the sealed report's hash.
     """
+    key = configured_signer() if signer == CONFIGURED else signer
     rule = decision_rule(record, context.statistic, context.confidence, context.marginal_band)
     body = json.loads(record.canonical_json())
     body["decision_rule"] = rule
     body["record_sha256"] = record.sha256()
-    html, digest = seal(render_html(record, context, rule))
+    html, digest = seal(render_html(record, context, rule, key.public if key else None))
     name = f"{record.gate}.html"
-    return {
+    files = {
         "json": write_new(folder / f"{record.gate}.json", json.dumps(body, indent=2) + "\n"),
         "html": write_new(folder / name, html),
         "seal": write_new(folder / f"{name}.seal", f"{digest}  {name}\n"),
     }
+    if isinstance(key, Signer):
+        files["sig"] = write_signature(files["json"], key, statement(
+            files["json"].name, body["record_sha256"], name, digest))
+    return files

@@ -13,6 +13,9 @@ import re
 UNSEALED = "0" * 64
 SEAL_ID = "report-sha256"
 _SEAL = re.compile(rf'(id="{SEAL_ID}">)([0-9a-f]{{64}})(<)')
+# The digest of the JSON a report renders, in the report's <head>: verify compares the two.
+RECORD_META = "kvgate-record-sha256"
+_RECORD = re.compile(rf'<meta name="{RECORD_META}" content="([0-9a-f]{{64}})">')
 
 
 def seal_placeholder() -> str:
@@ -36,6 +39,25 @@ def seal(html: str) -> tuple[str, str]:
     match = _field(html)
     digest = hashlib.sha256(_with_seal(html, match, UNSEALED).encode()).hexdigest()
     return _with_seal(html, match, digest), digest
+
+
+def content_hash(html: str) -> str:
+    """The seal a report's content calls for (its hash with the seal zeroed); "" if no seal."""
+    try:
+        match = _field(html)
+    except ValueError:
+        return ""
+    return hashlib.sha256(_with_seal(html, match, UNSEALED).encode()).hexdigest()
+
+
+def record_meta(digest: str) -> str:
+    """The <meta> element naming the digest of the JSON record a report renders."""
+    return f'<meta name="{RECORD_META}" content="{digest}">'
+
+
+def embedded_records(html: str) -> list[str]:
+    """The record digests a report names in <meta> elements: one, or none if written before."""
+    return _RECORD.findall(html)
 
 
 def check_seal(html: str) -> str:

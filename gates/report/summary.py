@@ -1,14 +1,13 @@
 """Procurement summary: a site's G1→G4 chain, key figures, costs and a recommendation.
 
 One sealed static HTML page (gates/templates/summary.html.j2) and summary.json beside it, in
-the run's folder. The chain is read from the store: each gate's record is this run's when it
-has one, else the one the next gate stands on, else the site's latest.
+the run's folder, signed like a gate record (summary.json.sig) when a key is configured. The
+chain is read from the store (chain.py).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -17,45 +16,18 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from .. import __version__
-from ..core import (
-    GATE_TITLES,
-    GATES,
-    SHORTENED,
-    SIMULATED_ENGINE,
-    GateRecord,
-    Outcome,
-    json_digest,
-    upstream_gate,
-)
+from ..core import GATE_TITLES, GATES, Outcome, json_digest, upstream_gate
 from ..model import Catalog, CatalogError, load_catalog
 from ..store import Store, utc_now, write_new
-from .figures import CostSection, KeyFigure, cost_section, key_figures, model_facts
-from .sealing import seal, seal_placeholder
+from .chain import ChainLink, chain_link, choose_records
+from .figures import CostSection, cost_section, model_facts
+from .sealing import content_hash, record_meta, seal, seal_placeholder
+from .signing import CONFIGURED, Signer, configured_signer, grouped, statement, write_signature
 
 ACCEPT, NOT_READY = "ACCEPT", "NOT READY FOR SIGN-OFF"
-SIMULATED = SIMULATED_ENGINE
 SUMMARY_HASH_KEY = "summary_sha256"
 ITEMS_TESTED = ("The results apply only to the items tested, in the configuration and at the "
                 "time recorded in each gate report.")
-
-
-class ChainLink(BaseModel):
-    """One gate of the chain: the record the summary uses and whether its link holds."""
-
-    gate: str
-    title: str
-    source: str  # "this run", "cited by G3", "latest for the site", "none"
-    run_id: str = ""
-    verdict: str = "NO RECORD"
-    record_sha256: str = ""
-    link_ok: bool | None = None  # None: first gate, or no record
-    link_note: str = ""
-    report: str = ""  # relative to the summary
-    limits_profile: str = ""
-    forced: bool = False
-    simulated: bool = False
-    shortened: bool = False
-    key_figures: list[KeyFigure] = []
 
 
 class Deviation(BaseModel):
@@ -78,6 +50,14 @@ class Recommendation(BaseModel):
         return self.status if not self.reasons else f"{self.status}: {'; '.join(self.reasons)}"
 
 
+class SignerInfo(BaseModel):
+    """The key that signs the summary (summary.json.sig): its fingerprint and public key."""
+
+    algorithm: Literal["ed25519"] = "ed25519"
+    fingerprint: str
+    public_key: str  # the raw key, base64
+
+
 class Summary(BaseModel):
     """Everything summary.html shows, as summary.json holds it."""
 
@@ -91,74 +71,8 @@ class Summary(BaseModel):
     cost: CostSection
     deviations: list[Deviation]
     banners: list[str]
+    signer: SignerInfo | None = None  # None: unsigned
     statement: str = ITEMS_TESTED
-
-
-@dataclass
-class Found:
-    """A record with the SHA-256 the store holds for it (the hash it was cited by)."""
-
-    record: GateRecord
-    sha256: str
-
-
-def _stored(store: Store, run_id: str, gate: str) -> Found | None:
-    # The stored hash, not a recomputed one: records written before a field was added to
-    # GateRecord re-serialise differently, but were cited by the hash they had.
-    found = store.record(run_id, gate)
-    return Found(*found) if found else None
-
-
-def choose_records(store: Store, site: str, run_id: str) -> dict[str, tuple[Found | None, str]]:
-    """Per gate, the record the summary uses and where it came from, G4 first."""
-    chosen: dict[str, tuple[Found | None, str]] = {}
-    below: Found | None = None
-    for gate in reversed(GATES):
-        found, source = _stored(store, run_id, gate), "this run"
-        ref = below.record.upstream if below else None
-        if found is None and ref and ref.gate == gate:
-            found = _stored(store, ref.run_id, gate)
-            source = f"cited by {below.record.gate.upper()}"
-        if found is None:
-            latest = store.latest_record(gate, site)
-            found, source = (Found(*latest), "latest for the site") if latest else (None, "none")
-        chosen[gate], below = (found, source), found
-    return chosen
-
-
-def link_status(found: Found | None, upstream: Found | None) -> tuple[bool | None, str]:
-    """Whether a record cites exactly the upstream record shown below it in the chain."""
-    if found is None:
-        return None, "no record"
-    before = upstream_gate(found.record.gate)
-    ref = found.record.upstream
-    if before is None:
-        return None, "first gate"
-    if ref is None:
-        return False, f"cites no {before.upper()} record"
-    if upstream is None:
-        return False, f"cites {before.upper()} of run {ref.run_id}, which the store lacks"
-    if ref.record_sha256 != upstream.sha256:
-        return False, (f"cites {before.upper()} run {ref.run_id} ({ref.record_sha256[:16]}…), "
-                       f"not the {before.upper()} record shown (run {upstream.record.run_id})")
-    return True, f"cites {before.upper()} run {ref.run_id}, SHA-256 matches"
-
-
-def chain_link(gate: str, found: Found | None, source: str, upstream: Found | None,
-               run_id: str) -> ChainLink:
-    """The summary's row for one gate."""
-    ok, note = link_status(found, upstream)
-    base = ChainLink(gate=gate, title=GATE_TITLES[gate], source=source, link_ok=ok,
-                     link_note=note, key_figures=key_figures(gate, found and found.record))
-    if found is None:
-        return base
-    r = found.record
-    return base.model_copy(update=dict(
-        run_id=r.run_id, verdict=r.verdict.value, record_sha256=found.sha256,
-        report=f"{gate}.html" if r.run_id == run_id else f"../{r.run_id}/{gate}.html",
-        limits_profile=r.limits_profile, forced=r.forced,
-        simulated=any(d.lower().startswith(SIMULATED) for d in r.deviations),
-        shortened=any(d.startswith(SHORTENED.split(":")[0]) for d in r.deviations)))
 
 
 def rehearsal_reasons(link: ChainLink) -> list[str]:
@@ -217,11 +131,11 @@ def _catalog(path: Path | None) -> tuple[Catalog | None, str]:
 
 def build_summary(store: Store, site: str, run_id: str, *,
                   array: str = "", catalog: Path | None = None,
-                  profile_description: str = "") -> Summary:
-    """The summary of a site's chain as seen from one run."""
+                  profile_description: str = "", signer: Signer | None = None) -> Summary:
+    """The summary of a site's chain as seen from one run (signer: the key that will sign)."""
     chosen = choose_records(store, site, run_id)
     chain = [chain_link(g, *chosen[g], chosen[b][0] if (b := upstream_gate(g)) else None,
-                        run_id) for g in GATES]
+                        run_id, store.out_dir) for g in GATES]
     records = {g: f.record if f else None for g, (f, _) in chosen.items()}
     loaded, note = _catalog(catalog)
     cost = cost_section(array, loaded, note, {c.gate: c.key_figures for c in chain},
@@ -230,7 +144,9 @@ def build_summary(store: Store, site: str, run_id: str, *,
                   for g, r in sorted(records.items()) if r for d in r.deviations]
     return Summary(site=site, run_id=run_id, created=utc_now(), recommendation=recommend(chain),
                    chain=chain, cost=cost, deviations=deviations,
-                   banners=banners(chain, profile_description))
+                   banners=banners(chain, profile_description),
+                   signer=signer and SignerInfo(fingerprint=signer.public.fingerprint,
+                                                public_key=signer.public.text))
 
 
 def summary_digest(body: dict) -> str:
@@ -257,15 +173,29 @@ _ENV.filters["css_string"] = _css_string
 
 
 def render_summary(summary: Summary) -> str:
-    """summary.html, sealed with its own SHA-256."""
+    """summary.html, sealed with its own SHA-256, naming the digest of its summary.json."""
+    digest = json.loads(summary_json(summary))[SUMMARY_HASH_KEY]
     html = _ENV.get_template("summary.html.j2").render(
-        s=summary, seal_field=Markup(seal_placeholder()), ACCEPT=ACCEPT)
+        s=summary, seal_field=Markup(seal_placeholder()), ACCEPT=ACCEPT, grouped=grouped,
+        record_meta=Markup(record_meta(digest)))
     return seal(html)[0]
 
 
-def write_summary(store: Store, site_name: str, run_id: str, **options) -> dict[str, Path]:
-    """Write <out>/<run_id>/summary.html and summary.json; never overwrites either."""
-    summary = build_summary(store, site_name, run_id, **options)
+def write_summary(store: Store, site_name: str, run_id: str,
+                  signer: Signer | None | str = CONFIGURED, **options) -> dict[str, Path]:
+    """Write summary.html and summary.json (and .sig when signed); never overwrites one.
+
+    signer as for write_reports: CONFIGURED ($KVGATE_SIGNING_KEY or the default key, if any),
+    a Signer, or None (unsigned).
+    """
+    key = configured_signer() if signer == CONFIGURED else signer
+    key = key if isinstance(key, Signer) else None
+    summary = build_summary(store, site_name, run_id, signer=key, **options)
     folder = store.run_dir(run_id)
-    return {"json": write_new(folder / "summary.json", summary_json(summary)),
-            "html": write_new(folder / "summary.html", render_summary(summary))}
+    text, html = summary_json(summary), render_summary(summary)
+    files = {"json": write_new(folder / "summary.json", text),
+             "html": write_new(folder / "summary.html", html)}
+    if key:
+        files["sig"] = write_signature(files["json"], key, statement(
+            "summary.json", json.loads(text)[SUMMARY_HASH_KEY], "summary.html", content_hash(html)))
+    return files

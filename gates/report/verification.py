@@ -2,13 +2,13 @@
 
 PATH is a run folder, one gate JSON, a bundle (.tar.gz) or an extracted bundle. Every problem
 names the file as a path relative to what was given (inside a bundle: the path in the archive)
-and says what is wrong with it.
+and says what is wrong with it. Signatures and the report-record binding are checked here too
+(gates/report/trust.py); who signed is judged against the reader's keys by Verification.judge.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -17,6 +17,8 @@ from ..core import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
 from .sealing import SEAL_ID, check_seal
 from .summary import SUMMARY_HASH_KEY, summary_digest
+from .trust import Verification, check_signed, stray_signatures
+from .trust import rel as _name
 
 EXTRA_KEYS = ("decision_rule", "record_sha256")  # written beside the record, not hashed
 RECORDS = "g[1-4].json"
@@ -26,10 +28,6 @@ ARCHIVES = (".tar.gz", ".tgz", ".tar")
 def record_digest(body: dict) -> str:
     """SHA-256 of a gate JSON's record part, exactly as GateRecord.sha256() computed it."""
     return json_digest(body, EXTRA_KEYS)
-
-
-def _name(path: Path, root: Path | None) -> str:
-    return Path(os.path.relpath(path, root)).as_posix() if root else path.name
 
 
 def _read(path: Path, root: Path | None = None) -> tuple[dict | None, str]:
@@ -138,8 +136,22 @@ def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list
             "lists it)" for p in found if p.relative_to(folder).as_posix() not in listed]
 
 
-def check_run(folder: Path, root: Path) -> tuple[list[str], list[str]]:
-    """(files checked, problems) for one run folder, names relative to root."""
+def check_signatures(paths: list[Path], root: Path | None) -> Verification:
+    """Each gate JSON's and summary.json's signature, and the report beside each bound to it."""
+    found = Verification()
+    for path in paths:
+        body, _ = _read(path)  # an unreadable JSON is named by check_record / check_summary
+        if body is None:
+            continue
+        digest = summary_digest(body) if path.name == "summary.json" else record_digest(body)
+        problems, signer = check_signed(path, digest, root)
+        found.problems += problems
+        found.signers[_name(path, root)] = signer
+    return found
+
+
+def check_run(folder: Path, root: Path) -> Verification:
+    """Files checked, problems and signers for one run folder, names relative to root."""
     records = sorted(folder.glob(RECORDS))
     reports = sorted(folder.glob("g[1-4].html")) + [p for p in [folder / "summary.html"]
                                                      if p.is_file()]
@@ -147,11 +159,13 @@ def check_run(folder: Path, root: Path) -> tuple[list[str], list[str]]:
     problems = [p for f in records for p in check_record(f, root) + check_chain(f, root)]
     problems += [p for f in reports for p in check_report_seal(f, root)]
     problems += [p for f in summary for p in check_summary(f, root)]
+    problems += stray_signatures(folder, root)
     if records:
         problems += check_unlisted(folder, records, root)
     else:
         problems.append(f"{_name(folder, root)}: no gate record (g1.json … g4.json) here")
-    return [_name(f, root) for f in records + reports + summary], problems
+    checked = Verification([_name(f, root) for f in records + reports + summary], problems)
+    return checked.add(check_signatures(records + summary, root))
 
 
 def check_manifest(root: Path) -> tuple[list[str], list[str]]:
@@ -174,30 +188,29 @@ def check_manifest(root: Path) -> tuple[list[str], list[str]]:
     return [MANIFEST], problems
 
 
-def verify_tree(root: Path) -> tuple[list[str], list[str]]:
-    """(files checked, problems) for an extracted bundle: its manifest and every run in it."""
-    files, problems = check_manifest(root)
+def verify_tree(root: Path) -> Verification:
+    """Everything found in an extracted bundle: its manifest and every run in it."""
+    found = Verification(*check_manifest(root))
     runs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(RECORDS)))
     for folder in runs:
-        checked, found = check_run(folder, root)
-        files, problems = files + checked, problems + found
+        found.add(check_run(folder, root))
     if not runs:
-        problems.append("no run folder with a gate record (<run>/g1.json …) in the bundle")
-    return files, problems
+        found.problems.append("no run folder with a gate record (<run>/g1.json …) in the bundle")
+    return found
 
 
-def verify_bundle(archive: Path) -> tuple[list[str], list[str]]:
-    """(files checked, problems) for a bundle file, extracted safely to a temporary folder."""
+def verify_bundle(archive: Path) -> Verification:
+    """Everything found in a bundle file, extracted safely to a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="kvgate-verify-") as tmp:
         try:
             safe_extract(archive, Path(tmp))
         except BundleError as exc:
-            return [], [str(exc)]
+            return Verification([], [str(exc)])
         return verify_tree(Path(tmp))
 
 
-def verify(path: Path) -> tuple[list[str], list[str]]:
-    """(files checked, problems) for a run folder, one gate JSON, or a bundle."""
+def examine(path: Path) -> Verification:
+    """Files checked, problems and signers for a run folder, one gate JSON, or a bundle."""
     path = Path(path)
     if path.is_file() and path.name.endswith(ARCHIVES):
         return verify_bundle(path)
@@ -206,9 +219,16 @@ def verify(path: Path) -> tuple[list[str], list[str]]:
         html = [p for p in [path.with_suffix(".html")] if p.is_file()]
         problems = check_record(path, root) + check_chain(path, root)
         problems += [p for f in html for p in check_report_seal(f, root)]
-        return [path.name] + [f.name for f in html], problems
+        checked = Verification([path.name] + [f.name for f in html], problems)
+        return checked.add(check_signatures([path], root))
     if (path / MANIFEST).is_file():
         return verify_tree(path)
     if not path.is_dir():
-        return [], [f"{path}: no such run folder, gate JSON or bundle"]
+        return Verification([], [f"{path}: no such run folder, gate JSON or bundle"])
     return check_run(path, path)
+
+
+def verify(path: Path) -> tuple[list[str], list[str]]:
+    """(files checked, problems) for a run folder, one gate JSON, or a bundle: examine()."""
+    found = examine(path)
+    return found.files, found.problems

@@ -13,6 +13,9 @@ from .cli import (
     serve_command,
     serve_examples,
 )
+from .engine import (
+    Engine,
+)
 from .model import (
     HEADER_SIZE,
     PROFILES,
@@ -27,6 +30,7 @@ from .model import (
     corrupt,
     decode_seconds,
     fault_hits,
+    get_profile,
     is_corrupted,
     kv_digest,
     output_ids,
@@ -37,8 +41,16 @@ from .model import (
     token_text,
     verify_payload,
 )
-from .server import ENGINE, SIM_HEADER, Engine, build_app, get_profile, serve
-from .tier import KvTier, Throttle
+from .server import (
+    ENGINE,
+    SIM_HEADER,
+    build_app,
+    serve,
+)
+from .tier import (
+    KvTier,
+    Throttle,
+)
 
 __all__ = [
     "ENGINE",

@@ -1,10 +1,25 @@
 """G4 soak: the window rules, the runner, its set-up from G3, health collectors, metrics."""
 
-from .clock import FakeClock
-from .fio_verify import FioVerify, parse_verify_failures, verify_job
-from .health import FreeSpace, ProcessHealth, WindowContext
-from .kernel_log import KernelLog, scan_kernel_log
-from .load import EndpointLoad
+from .clock import (
+    FakeClock,
+)
+from .fio_verify import (
+    FioVerify,
+    parse_verify_failures,
+    verify_job,
+)
+from .health import (
+    FreeSpace,
+    ProcessHealth,
+    WindowContext,
+)
+from .kernel_log import (
+    KernelLog,
+    scan_kernel_log,
+)
+from .load import (
+    EndpointLoad,
+)
 from .load_rules import (
     drift_spans,
     duration,
@@ -15,11 +30,18 @@ from .load_rules import (
     total_gap,
     ttft_drift,
 )
-from .metrics import SoakExporter, render
-from .nvme_health import NvmePaths, Smart
+from .metrics import (
+    SoakExporter,
+    render,
+)
+from .nvme_health import (
+    NvmePaths,
+    Smart,
+)
 from .rules import (
     KERNEL,
     PATHS,
+    SIGNOFF_SECONDS,
     SMART,
     VERIFY,
     HealthReading,
@@ -31,9 +53,21 @@ from .rules import (
     paths_live,
     verify_errors,
 )
-from .runner import SoakRunner, SoakStatus, status
-from .setup import SetupError, collectors, operating_point, soak_load, soak_plan
-from .store import SoakStore
+from .runner import (
+    SoakRunner,
+    SoakStatus,
+    status,
+)
+from .setup import (
+    SetupError,
+    collectors,
+    operating_point,
+    soak_load,
+    soak_plan,
+)
+from .store import (
+    SoakStore,
+)
 
 __all__ = [
     "EndpointLoad",
@@ -46,6 +80,7 @@ __all__ = [
     "NvmePaths",
     "PATHS",
     "ProcessHealth",
+    "SIGNOFF_SECONDS",
     "SMART",
     "SetupError",
     "Smart",

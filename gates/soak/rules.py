@@ -19,6 +19,10 @@ GATE = "g4"
 VERIFY, SMART, KERNEL, PATHS, PROCESS, FREE_SPACE = (
     "fio_verify", "smart", "kernel_log", "nvme_paths", "process", "free_space")
 HOUR = 3600.0
+# The sign-off duration (DESIGN §6): a soak planned shorter is a rehearsal, whatever its verdict.
+# A constant here, not thresholds.toml's [g4] duration: that file is the performer's to edit,
+# and a soak held against it would look full at whatever length the file was edited to.
+SIGNOFF_SECONDS = 72 * HOUR  # 259,200 s
 
 Status = Literal["ok", "alert", "not applicable", "error"]
 
@@ -71,20 +75,29 @@ class WindowRecord(BaseModel):
 class Deviation(BaseModel):
     """Something the run did not do as planned: a gap (crash, reboot) or a shortened run."""
 
-    kind: Literal["gap", "shortened", "window"]
+    kind: Literal["gap", "shortened", "duration", "window"]
     seconds: float = 0.0
     start: float | None = None
     end: float | None = None
     text: str
 
 
+def span(seconds: float) -> str:
+    """A duration for people, with its exact seconds: "2 min (120 s)", "72 h (259,200 s)"."""
+    for unit, factor in (("h", HOUR), ("min", 60.0)):
+        if seconds >= factor:
+            return f"{seconds / factor:.4g} {unit} ({seconds:,.10g} s)"
+    return f"{seconds:.4g} s"
+
+
 class SoakPlan(BaseModel):
     """What a soak run was asked to do; stored once so that a resume runs the same plan."""
 
     run_id: str
-    duration: float = Field(gt=0)
+    duration: float = Field(gt=0)  # the effective planned duration, whatever set it
     window: float = Field(gt=0)
-    nominal_duration: float = 72 * HOUR  # thresholds.toml g4.duration
+    duration_source: str = ""  # what set the duration, e.g. "thresholds.toml [g4] duration"
+    nominal_duration: float = SIGNOFF_SECONDS  # thresholds.toml g4.duration
     nominal_window: float = 300.0
     g3_throughput: float | None = None  # output tok/s at the G3 operating point
     started: float | None = None  # clock time the soak began (a crash in window 0 is a gap)
@@ -96,15 +109,33 @@ class SoakPlan(BaseModel):
 
     @property
     def shortened(self) -> bool:
-        """Whether the duration is below thresholds.toml's: a rehearsal, not a sign-off."""
-        return self.duration < self.nominal_duration
+        """Below the 72 h sign-off duration, whatever set it: a rehearsal, not a sign-off.
+
+        Decided here and only here (the status, the duration rule, the deviation and the
+        report's banner all read it); never against thresholds.toml, which can be edited.
+        """
+        return self.duration < SIGNOFF_SECONDS
+
+    def _set_by(self) -> str:
+        return f", set by {self.duration_source}" if self.duration_source else ""
+
+    def headline(self) -> str:
+        """The G4 report's headline: the planned duration against the sign-off duration."""
+        of = "of" if self.shortened else "against"
+        return (f"Soak of {span(self.duration)} {of} the {SIGNOFF_SECONDS / HOUR:g} h sign-off "
+                f"duration: {'shortened' if self.shortened else 'full length'}{self._set_by()}")
 
     def deviations(self) -> list[Deviation]:
-        """The plan's own deviations from thresholds.toml."""
+        """The plan's own deviations: shortened below 72 h, or other than thresholds.toml."""
         out = []
         if self.shortened:
-            out.append(Deviation(kind="shortened", text=f"{SHORTENED} (ran {self.duration:g} s "
-                                 f"of the {self.nominal_duration:g} s in thresholds.toml)"))
+            out.append(Deviation(kind="shortened", text=(
+                f"{SHORTENED}; planned {span(self.duration)} of the "
+                f"{span(SIGNOFF_SECONDS)} sign-off duration{self._set_by()}")))
+        elif self.duration != self.nominal_duration:
+            out.append(Deviation(kind="duration", text=(
+                f"duration {span(self.duration)} instead of thresholds.toml's "
+                f"{span(self.nominal_duration)}{self._set_by()}")))
         if self.window != self.nominal_window:
             out.append(Deviation(kind="window", text=f"window {self.window:g} s instead of "
                                  f"thresholds.toml's {self.nominal_window:g} s"))

@@ -39,10 +39,17 @@ def operating_point(store: Store, g3: GateRecord) -> tuple[int, float]:
     return top, median(tputs)
 
 
-def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float,
+def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | None,
               duration: float | None = None, window: float | None = None) -> SoakPlan:
-    """The soak's plan: thresholds.toml's duration and window unless shortened on purpose."""
-    return SoakPlan(run_id=run_id, duration=duration or site.soak.duration or limits.duration,
+    """The soak's plan: --soak-duration, else site.toml [soak], else thresholds.toml [g4].
+
+    Whichever set the duration is named in the plan; whether it is shortened is the plan's
+    own rule (SoakPlan.shortened, against the 72 h sign-off), not decided here.
+    """
+    seconds, source = next((s, name) for s, name in (
+        (duration, "--soak-duration"), (site.soak.duration, "site.toml [soak] duration"),
+        (limits.duration, "thresholds.toml [g4] duration")) if s)
+    return SoakPlan(run_id=run_id, duration=seconds, duration_source=source,
                     window=window or site.soak.window or limits.window,
                     nominal_duration=limits.duration, nominal_window=limits.window,
                     g3_throughput=g3_throughput)

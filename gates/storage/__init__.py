@@ -12,7 +12,11 @@ from .blockdev import (
     parse_findmnt,
     parse_lsblk,
 )
-from .collector import Collector, Found, install_hint
+from .collector import (
+    Collector,
+    Found,
+    install_hint,
+)
 from .fio import (
     ALL_CLIENTS,
     FioParseError,
@@ -24,10 +28,28 @@ from .fio import (
     percentile_from_bins,
     samples_support,
 )
-from .fiorun import client_address, client_args, fio_version, host_name, run_step
-from .g1 import StepOutcome, qd1_latency
-from .g1charts import bandwidth_bars, g1_charts, latency_curves, sweep_points
-from .inventory import Inventory, applies, collect
+from .fiorun import (
+    client_address,
+    client_args,
+    fio_version,
+    host_name,
+    run_step,
+)
+from .g1 import (
+    StepOutcome,
+    qd1_latency,
+)
+from .g1charts import (
+    bandwidth_bars,
+    g1_charts,
+    latency_curves,
+    sweep_points,
+)
+from .inventory import (
+    Inventory,
+    applies,
+    collect,
+)
 from .jobs import (
     READ_FILE,
     WRITE_FILE,
@@ -38,7 +60,13 @@ from .jobs import (
     job_value,
     render_jobfile,
 )
-from .net import GidEntry, NicState, parse_gid_table, parse_rdma_links, parse_sysfs_net
+from .net import (
+    GidEntry,
+    NicState,
+    parse_gid_table,
+    parse_rdma_links,
+    parse_sysfs_net,
+)
 from .nvme import (
     Controller,
     SmartLog,
@@ -47,7 +75,9 @@ from .nvme import (
     parse_nvme_list,
     parse_smart_log,
 )
-from .progress import step_progress
+from .progress import (
+    step_progress,
+)
 from .raid import (
     MdArray,
     data_disks,
@@ -73,7 +103,12 @@ from .target import (
     resolve_target,
     vet_filenames,
 )
-from .xfs import Alignment, XfsGeometry, alignment, parse_xfs_info
+from .xfs import (
+    Alignment,
+    XfsGeometry,
+    alignment,
+    parse_xfs_info,
+)
 
 __all__ = [
     "ALL_CLIENTS",

@@ -9,7 +9,15 @@ from .bundle import (
     safe_extract,
     write_bundle,
 )
-from .store import DB_NAME, Store, check_run_id, new_run_id, sha256_file, utc_now, write_new
+from .store import (
+    DB_NAME,
+    Store,
+    check_run_id,
+    new_run_id,
+    sha256_file,
+    utc_now,
+    write_new,
+)
 
 __all__ = [
     "BundleError",

@@ -7,7 +7,13 @@ from .cold import (
     slot_attribution,
     slot_file,
 )
-from .http import SlotError, SlotStream, chunk_token_ids, parse_slot_result, slot_body
+from .http import (
+    SlotError,
+    SlotStream,
+    chunk_token_ids,
+    parse_slot_result,
+    slot_body,
+)
 from .installer import (
     CMAKE_FLAGS,
     MANIFEST,
@@ -19,7 +25,12 @@ from .installer import (
     install,
     install_dir,
 )
-from .model import BYTE_TOKENS, CONTROL, ModelShape, write_tiny_gguf
+from .model import (
+    BYTE_TOKENS,
+    CONTROL,
+    ModelShape,
+    write_tiny_gguf,
+)
 
 __all__ = [
     "BYTE_TOKENS",

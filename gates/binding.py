@@ -1,0 +1,49 @@
+"""What binds a gate to the one it stands on: the same limits, the same target, the same arms.
+
+A gate's record carries the site keys that define what it measured (the target directory and
+device, every arm's command, endpoints and KV directories, the eviction mode) and the
+thresholds file's SHA-256. A later gate compares its own with its upstream record's: a changed
+limits file or a changed key is a deviation naming the key and both values (or both hashes),
+in the record and so in the summary, never a silent link. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .core import Arm, GateRecord, Site
+
+BINDING_FACT = "site binding"  # the record fact holding the bound keys, as JSON
+_ARM_KEYS = ("kind", "engine", "command", "urls", "metrics_urls", "kv_dir", "kv_root", "model")
+
+
+def site_binding(site: Site, arms: dict[str, Arm]) -> dict[str, str]:
+    """The keys that define what a gate measured, as text (arm env values are left out)."""
+    out = {"target.directory": str(site.target.directory), "target.device": site.target.device,
+           "workload.eviction": site.workload.eviction}
+    for name, arm in sorted(arms.items()):
+        for key in _ARM_KEYS:
+            value = getattr(arm, key)
+            out[f"arms.{name}.{key}"] = value if isinstance(value, str) else json.dumps(
+                value if not hasattr(value, "__fspath__") else str(value))
+    return out
+
+
+def binding_deviations(upstream: GateRecord, thresholds_sha256: str,
+                       binding: dict[str, str]) -> list[str]:
+    """What changed since the upstream record, one deviation each; [] when nothing did."""
+    before = upstream.gate.upper()
+    out = []
+    if upstream.thresholds_sha256 and upstream.thresholds_sha256 != thresholds_sha256:
+        out.append(f"limits changed since {before} (run {upstream.run_id}): thresholds "
+                   f"SHA-256 {upstream.thresholds_sha256[:16]}… then, {thresholds_sha256[:16]}… "
+                   f"now (revision {upstream.thresholds_revision!r} then)")
+    try:
+        theirs = json.loads(upstream.facts.get(BINDING_FACT, "{}"))
+    except ValueError:
+        theirs = {}
+    for key in sorted(set(theirs) & set(binding)):
+        if theirs[key] != binding[key]:
+            out.append(f"site changed since {before} (run {upstream.run_id}): {key} was "
+                       f"{theirs[key]!r}, is {binding[key]!r}")
+    return out

@@ -1,0 +1,120 @@
+"""The engine adapters: for each engine, the rules that answer each quantity, most trusted first.
+
+vLLM and the engines inside it are in adapters_vllm; SGLang, Dynamo KVBM, llama.cpp and the
+kvgate simulator here. Every name, label and label value is cited beside its rule (repository
+and path) and in tests/data/metrics/README.md. Pure data.
+"""
+
+from __future__ import annotations
+
+from ..core import ADAPTER_NAMES
+from .adapters_vllm import LMCACHE, VLLM, VLLM_NATIVE
+from .rules import Rule, rule
+
+QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_tokens",
+              "storage_read_bytes", "storage_read_blocks", "storage_write_tokens",
+              "storage_write_bytes", "storage_write_blocks", "recomputed_tokens",
+              "storage_read_failures")
+# Quantities whose shard ranks give the worst rank (a failure on one rank is a failure), not
+# the least (what every rank read): failures, and GPU hits (a control that must stay ~0).
+WORST = frozenset({"storage_read_failures", "gpu_hit_tokens"})
+
+# The reference simulator's counters. `kvgate sim` serves exactly these (labels: model_name);
+# every prompt token is counted in exactly one of gpu_hit, storage_read and recomputed.
+SIM_METRICS = {
+    "kvgate_sim_prompt_tokens_total": "Prompt tokens received.",
+    "kvgate_sim_gpu_hit_tokens_total": "Prompt tokens whose KV was found in the GPU LRU cache.",
+    "kvgate_sim_storage_read_tokens_total":
+        "Prompt tokens whose KV was read from chunk files in the storage tier.",
+    "kvgate_sim_storage_read_bytes_total": "Bytes read from chunk files in the storage tier.",
+    "kvgate_sim_recomputed_tokens_total": "Prompt tokens prefilled by computation.",
+    "kvgate_sim_storage_write_bytes_total": "Bytes written to chunk files in the storage tier.",
+}
+# vLLM-style aliases the simulator also serves, so vLLM dashboards and scripts work on it.
+SIM_VLLM_ALIASES = {
+    "vllm:prompt_tokens_total": "kvgate_sim_prompt_tokens_total",
+    "vllm:prefix_cache_hits_total": "kvgate_sim_gpu_hit_tokens_total",
+}
+
+# SGLang 0.5.23 (sgl-project/sglang python/sglang/srt/observability/metrics_collector.py).
+_S = "sglang[:_]"  # ':' read as '_' too: prometheus/client_python#1177 (adapters_vllm)
+# StorageMetricsCollector's per-rank labels (mem_cache/unified_cache/storage_attachment.py
+# _resolve_metrics_collector): TP and PP ranks each hold a shard of every token's KV; DP
+# ranks (attention DP) serve different requests; context-parallel ranks hold different
+# tokens of a request, so they add up within a rank like any other label.
+_SHARD, _SPLIT = ("tp_rank", "pp_rank"), ("dp_rank",)
+# Every family of that collector, so a rank whose prefetched series was never created still
+# counts (as 0): backuped and storage_prefetch_* are there from the seed on.
+_STORAGE_RANKS = f"{_S}(?:prefetched|backuped|storage_prefetch_[a-z_]+)_tokens_total"
+_RANKED = {"shard": _SHARD, "split": _SPLIT, "roster": _STORAGE_RANKS}
+SGLANG: dict[str, list[Rule]] = {
+    "prompt_tokens": [rule(f"{_S}prompt_tokens_total")],  # TokenizerMetricsCollector
+    "cached_tokens": [rule(f"{_S}cached_tokens_total")],  # every cache_source
+    # cache_source device / host / storage (>= 0.5.20), storage_<BackendClass> (<= 0.5.19,
+    # e.g. storage_HiCacheFile) (metrics_collector.py observe_one_finished_request;
+    # managers/scheduler_components/output_streamer.py). A series exists only once it is > 0,
+    # so the scheduler's pre-seeded admission-time split (SchedulerMetricsCollector) follows.
+    "gpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="device"),
+                       rule(f"{_S}prefill_effective_tokens_total", mode="device_hit",
+                            shard=_SHARD, split=_SPLIT)],
+    # Counted once per finished request, after its KV was in place, from the entry rank's view
+    # (tp0); then prefetched_tokens (L3 -> host, added after the transfer completed, per rank,
+    # min-reduced over the TP/PP group in managers/cache_controller.py): a per-rank rule after
+    # the first answer still caps it, so one rank that read nothing shows.
+    "storage_read_tokens": [rule(f"{_S}cached_tokens_total", cache_source="storage|storage_.+"),
+                            rule(f"{_S}prefetched_tokens_total", **_RANKED)],
+    # L2 -> L3 writes, added when the storage acknowledged them (unified_radix_cache.py).
+    "storage_write_tokens": [rule(f"{_S}backuped_tokens_total", **_RANKED)],
+    # L3 hits that did not become usable because the transfer failed or ran out of time; the
+    # other reasons (below_threshold, device_covered, capacity ...) are not storage failures.
+    "storage_read_failures": [rule(f"{_S}storage_prefetch_unfulfilled_tokens_total",
+                                   reason="storage_transfer|deadline", **_RANKED)],
+}
+
+# Dynamo KVBM (ai-dynamo/dynamo lib/llm/src/block_manager/metrics_kvbm.rs, checked against
+# kvbm==1.6.1): fixed prefix kvbm_, no labels, Rust IntCounters without "_total", served by
+# the KVBM leader on its own port (DYN_KVBM_METRICS_PORT, default 6880). Its onboard counters
+# are incremented before the transfer is issued (leader/slot.rs process_onboard_request).
+_BEFORE = ("counted before the transfer: KVBM counts an onboard when it issues it, and a "
+           "failed disk read still shows as a full hit (ai-dynamo/dynamo#15079; "
+           "lib/bindings/kvbm/src/block_manager/vllm/connector/leader/slot.rs)")
+_MATCHED = ("tier-blind: kvbm_matched_tokens adds host (DRAM) and disk matches together "
+            "(leader/slot.rs acquire_local_matches); " + _BEFORE)
+# The frontend (lib/llm/src/http/service/metrics.rs, prefix dynamo_frontend_): per-request
+# histograms, observed once per request; cached_tokens is tier-blind (GPU, host and disk).
+_F = "dynamo_frontend_"
+DYNAMO_KVBM: dict[str, list[Rule]] = {
+    **VLLM,  # matched when the vLLM worker's own /metrics is among the scrape targets
+    "prompt_tokens": [rule(f"{_F}input_sequence_tokens_sum"), *VLLM["prompt_tokens"]],
+    "cached_tokens": [rule(f"{_F}cached_tokens_sum"), *VLLM["cached_tokens"]],
+    # Tokens from blocks when the block size is known (attribute(), BLOCK_SIZE); else these.
+    "storage_read_tokens": [rule("kvbm_matched_tokens", caveat=_MATCHED)],
+    # disk -> device and object storage -> device; h2d (host -> device) is DRAM, not storage.
+    "storage_read_blocks": [rule("kvbm_onboard_blocks_(?:d2d|o2d)", caveat=_BEFORE)],
+    # device -> disk, host -> disk, device -> object storage (offload.rs: on success).
+    "storage_write_blocks": [rule("kvbm_offload_blocks_(?:d2d|h2d|d2o)")],
+    "storage_read_failures": [rule("kvbm_object_read_failures")],  # blocks
+}
+# Tokens per block where an engine counts blocks: KVBM's block is vLLM's --block-size, which
+# the Dynamo frontend exposes per model (metrics.rs model_kv_cache_block_size).
+BLOCK_SIZE: dict[str, Rule] = {"dynamo-kvbm": rule(f"{_F}model_kv_cache_block_size")}
+
+_T = "(?:_total)?"
+LLAMACPP: dict[str, list[Rule]] = {
+    # llama.cpp counts only the prompt tokens it evaluated; reused ones are counted apart.
+    "recomputed_tokens": [rule(f"llamacpp[:_]prompt_tokens{_T}")],
+    "cached_tokens": [rule(f"llamacpp[:_]prompt_tokens_cached{_T}")],
+    "gpu_hit_tokens": [rule(f"llamacpp[:_]prompt_tokens_cached{_T}")],
+}
+SIM: dict[str, list[Rule]] = {q: [rule(f"kvgate_sim_{q}_total")] for q in QUANTITIES
+                              if f"kvgate_sim_{q}_total" in SIM_METRICS}
+ADAPTERS: dict[str, dict[str, list[Rule]]] = {
+    "vllm": VLLM, "lmcache": LMCACHE, "vllm-native": VLLM_NATIVE, "sglang": SGLANG,
+    "dynamo-kvbm": DYNAMO_KVBM, "llamacpp": LLAMACPP, "kvgate-sim": SIM}
+if tuple(ADAPTERS) != ADAPTER_NAMES:  # the site's `engine =` values are validated against these
+    raise ImportError(f"adapters {tuple(ADAPTERS)} differ from core.ADAPTER_NAMES {ADAPTER_NAMES}")
+# Most specific first: an LMCache server also serves vllm:* metrics, a native-offload one
+# vllm:kv_offload_*, and a merged Dynamo scrape may hold a vLLM worker's.
+SIGNATURES = [("kvgate-sim", "kvgate_sim_"), ("lmcache", "lmcache[:_]"),
+              ("vllm-native", "vllm[:_]kv_offload_"), ("dynamo-kvbm", f"kvbm_|{_F}"),
+              ("sglang", _S), ("llamacpp", "llamacpp[:_]"), ("vllm", "vllm[:_]")]

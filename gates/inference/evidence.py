@@ -1,0 +1,126 @@
+"""The evidence chain (DESIGN §5): no single counter decides whether the KV came from storage.
+
+Each row is one signal — an engine counter (per rank, per tier), a storage-side counter (block
+devices, storage NICs, RDMA ports, the engine process's read bytes), a physical bound, or a
+control (eviction, page cache, CPU tier, working set) — with its value, what agreement means,
+and whether it agrees. The proof passes only when an engine counter that can decide and a
+storage-side signal independently agree and nothing disagrees; a signal that disagrees fails
+it by name; anything short of that is INCONCLUSIVE, never a PASS. Pure.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pydantic import BaseModel
+
+from ..core import Limit, Measurement, Outcome, Table
+
+
+class Kind(enum.StrEnum):
+    """Where a signal comes from."""
+
+    ENGINE = "engine counter"
+    STORAGE = "storage side"
+    PHYSICS = "physics"
+    CONTROL = "control"
+
+
+class Agreement(enum.StrEnum):
+    """What a signal says about the claim that the probe's KV was read from the storage."""
+
+    AGREES = "agrees"
+    DISAGREES = "disagrees"
+    INCONCLUSIVE = "inconclusive"  # it cannot tell (e.g. the working set fits in memory)
+    ABSENT = "not exposed"  # the engine or host does not expose it: neither for nor against
+
+
+class Signal(BaseModel):
+    """One row of the evidence table."""
+
+    kind: Kind
+    signal: str  # what was read, e.g. 'lmcache:num_hit_tokens_total{worker_id="3"}'
+    value: float | None = None
+    unit: str = ""
+    expected: str = ""  # what agreement means, with its numbers
+    agreement: Agreement = Agreement.ABSENT
+    # Why an engine counter cannot tell storage from memory on its own: "tier-blind" (counts
+    # CPU-tier hits too) or "counted before the transfer". A chain whose agreeing engine
+    # counters all carry a caveat passes only with a control (working set) agreeing too.
+    caveat: str = ""
+    rules_out_memory: bool = False  # a control that shows memory could not have served it
+    note: str = ""
+
+    def line(self) -> str:
+        """The row as one line of text, for notes and the `kvgate proof` output."""
+        value = "—" if self.value is None else f"{self.value:,.6g} {self.unit}".strip()
+        extra = "; ".join(filter(None, [self.caveat, self.note]))
+        extra = f" ({extra})" if extra else ""
+        return f"{self.signal} = {value}, expected {self.expected or '—'}: {self.agreement}{extra}"
+
+
+class ChainVerdict(BaseModel):
+    """PASS, FAIL or INCONCLUSIVE, with the reason a reader can check against the table."""
+
+    outcome: Outcome  # PASS, FAIL, or ERROR for INCONCLUSIVE
+    reason: str
+
+    @property
+    def inconclusive(self) -> bool:
+        """Whether the chain could not decide (an ERROR-class outcome, never a PASS)."""
+        return self.outcome is Outcome.ERROR
+
+
+def judge_chain(signals: list[Signal]) -> ChainVerdict:
+    """The proof's verdict: every disagreement named, and PASS only for a complete chain."""
+    against = [s for s in signals if s.agreement is Agreement.DISAGREES]
+    if against:
+        return ChainVerdict(outcome=Outcome.FAIL, reason="; ".join(
+            f"{s.signal} disagrees: {s.line()}" for s in against))
+    unsure = [s for s in signals if s.agreement is Agreement.INCONCLUSIVE]
+    if unsure:
+        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: " + "; ".join(
+            f"{s.signal}: {s.note or s.expected}" for s in unsure))
+    agreeing = [s for s in signals if s.agreement is Agreement.AGREES]
+    engine = [s for s in agreeing if s.kind is Kind.ENGINE]
+    if not engine:
+        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: no engine counter of "
+                            "storage reads is exposed, or none moved")
+    if not any(s.kind is Kind.STORAGE for s in agreeing):
+        return ChainVerdict(outcome=Outcome.ERROR, reason=(
+            "INCONCLUSIVE: no storage-side signal agrees (name the array's block devices in "
+            "[topology] devices, or its NICs in [topology] interfaces for NVMe-oF)"))
+    if all(s.caveat for s in engine) and not any(s.rules_out_memory for s in agreeing):
+        return ChainVerdict(outcome=Outcome.ERROR, reason=(
+            "INCONCLUSIVE: the engine's counters cannot tell storage from memory ("
+            + "; ".join(f"{s.signal}: {s.caveat}" for s in engine)
+            + ") and no control shows that memory could not have served the probe"))
+    return ChainVerdict(outcome=Outcome.PASS, reason="the engine's counters and the storage "
+                        "side agree: " + ", ".join(s.signal for s in signals
+                                                   if s.agreement is Agreement.AGREES))
+
+
+def chain_measurement(name: str, signals: list[Signal]) -> Measurement:
+    """The chain as one measurement: disagreeing signals counted, held against 0."""
+    verdict = judge_chain(signals)
+    disagreeing = sum(s.agreement is Agreement.DISAGREES for s in signals)
+    limit = Limit.at_most(0, "signals")
+    if verdict.inconclusive:
+        return Measurement.error(name, verdict.reason, limit)
+    return Measurement.measured(name, disagreeing, limit, note=verdict.reason)
+
+
+def evidence_table(signals: list[Signal]) -> Table:
+    """The chain as the report's table: signal, kind, value, expected, agrees?, note."""
+    return Table(columns=["signal", "kind", "value", "expected", "agrees?", "note"], rows=[
+        [s.signal, str(s.kind), "—" if s.value is None else f"{s.value:,.6g} {s.unit}".strip(),
+         s.expected or "—", str(s.agreement), "; ".join(filter(None, [s.caveat, s.note]))]
+        for s in signals])
+
+
+def within(value: float | None, lo: float, hi: float | None = None) -> Agreement:
+    """AGREES when lo <= value (<= hi), DISAGREES otherwise, ABSENT when not measured."""
+    if value is None:
+        return Agreement.ABSENT
+    ok = value >= lo and (hi is None or value <= hi)
+    return Agreement.AGREES if ok else Agreement.DISAGREES

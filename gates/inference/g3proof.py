@@ -1,0 +1,82 @@
+"""G3's storage-read measurements: the engine's counters, GPU hits, devices, the process. Pure.
+
+Each is one signal of the evidence chain (gates.inference.proof) kept as its own measurement, so
+the summary and earlier readers find the figures they always had; the chain judges them
+together.
+"""
+
+from __future__ import annotations
+
+from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
+from .proof import GPU_HIT_MAX
+from .repetitions import Repetition
+
+PROOF_FAILED = "KV did not come from the candidate storage"
+
+
+
+def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Measurement]:
+    """The candidate's probe read its KV from storage, not from the GPU cache."""
+    expected = sum(r.expected_kv_tokens for r in cand)
+    reads = [r.storage_read_tokens for r in cand]
+    gpu = [r.gpu_hit_tokens for r in cand]
+    fraction_limit = Limit.at_least(limits.storage_read_fraction_min, "%",
+                                    key="g3.storage_read_fraction_min")
+    stored = G3["g3.storage_read_fraction"]
+    if any(x is None for x in reads) or not expected:
+        read = stored.error("the engine exposes no storage-read counter", fraction_limit, at=c)
+    else:
+        read = stored.measured(sum(reads) / expected * 100, fraction_limit, at=c,
+                               note=f"{sum(reads):,.0f} of {expected:,} expected tokens")
+    hits_limit = Limit.at_most(GPU_HIT_MAX, "%")
+    gpu_hits = G3["g3.gpu_hit_fraction"]
+    hits = gpu_hits.error("the engine exposes no GPU-cache hit counter", hits_limit, at=c) \
+        if any(x is None for x in gpu) or not expected else \
+        gpu_hits.measured(sum(gpu) / expected * 100, hits_limit, at=c,
+                          note="a cold probe must not be answered by the GPU cache")
+    disk = device_reads(c, cand, Limit(lo=limits.storage_side_band_min,
+                                       hi=limits.storage_side_band_max, unit="%",
+                                       key="g3.storage_side_band_min"))
+    own = [process_reads(c, cand, fraction_limit)] \
+        if all(r.process_read_bytes is not None for r in cand) else []
+    for m in (read, hits, disk, *own):
+        if m.outcome is Outcome.FAIL:
+            m.note = f"{PROOF_FAILED}: {m.note}"
+    gbps = [r.restore_gbps for r in cand if r.restore_gbps]
+    if gbps and read.outcome is not Outcome.ERROR:
+        read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
+    return [read, hits, disk, *own]
+
+
+def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The KV devices' own read bytes rose by what the engine says it read (no page cache)."""
+    declared = G3["g3.device_reads"]
+    engine = [r.storage_read_bytes for r in cand]
+    device = [r.device_read_bytes for r in cand]
+    if any(d is None for d in device):
+        return declared.not_applicable("no block device to watch: name the array's devices in "
+                                       "site.toml [topology] devices", at=c)
+    if any(e is None for e in engine) or not sum(engine):
+        return declared.error("the engine exposes no storage-read byte counter", limit, at=c)
+    m = declared.measured(sum(device) / sum(engine) * 100, limit, at=c,
+                          note=f"devices read {sum(device):,} bytes, the engine "
+                          f"{sum(engine):,.0f} (a page-cache hit reads no device)")
+    if limit.hi is not None and m.value > limit.hi:
+        # Not a failure of the tier: other readers of the KV devices make the figure unfit.
+        other = sum(device) - sum(engine)
+        m = m.model_copy(update={"outcome": Outcome.MARGINAL, "note": (
+            f"other I/O on the KV devices during the probe: {other:,.0f} bytes; {m.note}")})
+    return m
+
+
+def process_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
+    """The engine process made the storage layer read what its restores say they read."""
+    declared = G3["g3.process_reads"]
+    engine = sum(r.storage_read_bytes or 0 for r in cand)
+    process = sum(r.process_read_bytes or 0 for r in cand)
+    if not engine:
+        return declared.error("the engine reports no bytes restored", limit, at=c)
+    return declared.measured(process / engine * 100, limit, at=c,
+                             note=f"the process read {process:,} bytes from storage "
+                                "(/proc/PID/io read_bytes: page-cache hits do not count), its "
+                                f"restores {engine:,.0f}")

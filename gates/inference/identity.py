@@ -1,0 +1,75 @@
+"""Which engine really answered: the server's own word, not the site file's `engine =`.
+
+A record is labelled "simulated engine" when the server says it is kvgate's simulator (its
+`X-KVGate-Simulator` header, or `kvgate_simulator` / `owned_by: "kvgate-simulator"` in
+`GET /v1/models`, gates/sim/server.py), whatever the arm's configuration claims. Real engines
+name themselves in `GET /v1/models` `owned_by` (vLLM: "vllm", vllm-project/vllm
+vllm/entrypoints/openai/protocol.py ModelCard; SGLang: "sglang", sgl-project/sglang
+python/sglang/srt/entrypoints/openai/protocol.py) and report their version at vLLM's
+`GET /version` (vllm/entrypoints/serve/instrumentator/basic.py) or SGLang's
+`GET /server_info` (python/sglang/srt/entrypoints/http_server.py). `identify` is pure; the
+HTTP edge asks each once and never fails a run: an unanswered question is "unknown".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from pydantic import BaseModel
+
+SIM_HEADER = "X-KVGate-Simulator"  # the simulator sets it on every response
+SIM_OWNER = "kvgate-simulator"
+VERSION_PATHS = {"vllm": "/version", "sglang": "/server_info"}
+
+
+class ServerIdentity(BaseModel):
+    """What a server said it is, and what said so."""
+
+    engine: str = "unknown"  # "kvgate-sim", "vllm", "sglang", an owned_by value, or "unknown"
+    version: str = ""
+    simulated: bool = False
+    evidence: str = ""
+
+    def describe(self) -> str:
+        """One line for the record: "vllm 0.32.0 (GET /v1/models owned_by, GET /version)"."""
+        name = f"{self.engine} {self.version}".strip()
+        return f"{name} ({self.evidence})" if self.evidence else name
+
+
+def identify(models: Any, headers: Mapping[str, str], version: Any = None) -> ServerIdentity:
+    """The identity in a /v1/models body, its response headers and a version body."""
+    cards = models.get("data") if isinstance(models, dict) else None
+    card = cards[0] if isinstance(cards, list) and cards and isinstance(cards[0], dict) else {}
+    owner = str(card.get("owned_by", "")) if card else ""
+    if headers.get(SIM_HEADER) or card.get("kvgate_simulator") or owner == SIM_OWNER:
+        said = f"{SIM_HEADER} header" if headers.get(SIM_HEADER) else "GET /v1/models"
+        return ServerIdentity(engine="kvgate-sim", simulated=True, evidence=said)
+    if not owner:
+        return ServerIdentity(evidence="GET /v1/models named no owner")
+    number = version.get("version") if isinstance(version, dict) else None
+    return ServerIdentity(engine=owner, version=str(number) if number else "",
+                          evidence="GET /v1/models owned_by"
+                          + (f", GET {VERSION_PATHS[owner]}" if number else ""))
+
+
+async def _get(session: aiohttp.ClientSession, url: str) -> tuple[Any, Mapping[str, str]]:
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as r:
+            body = await r.json(content_type=None) if r.status == 200 else None
+            return body, r.headers
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None, {}
+
+
+async def server_identity(url: str, api_key: str = "") -> ServerIdentity:
+    """Ask a server what it is: GET /v1/models, then its version endpoint if it has one."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        models, seen = await _get(session, url.rstrip("/") + "/v1/models")
+        found = identify(models, seen)
+        if found.engine in VERSION_PATHS:
+            version, _ = await _get(session, url.rstrip("/") + VERSION_PATHS[found.engine])
+            found = identify(models, seen, version)
+        return found

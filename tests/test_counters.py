@@ -1,0 +1,61 @@
+"""gates.inference.counters: storage NICs and RDMA ports from a real sysfs-shaped tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gates.inference import (
+    AttributionError,
+    DiskIO,
+    FakeDiskCounters,
+    StorageSnapshot,
+    SysfsCounters,
+    storage_reads,
+)
+
+
+def sysfs(root: Path, rx: int, words: int) -> Path:
+    """Write the files the kernel serves for one NIC and one RDMA port."""
+    nic = root / "class" / "net" / "ens1f0np0" / "statistics"
+    nic.mkdir(parents=True, exist_ok=True)
+    (nic / "rx_bytes").write_text(f"{rx}\n")
+    port = root / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "counters"
+    port.mkdir(parents=True, exist_ok=True)
+    (port / "port_rcv_data").write_text(f"{words}\n")
+    return root
+
+
+def test_nic_and_rdma_reads_between_two_snapshots(tmp_path):
+    disks = FakeDiskCounters([{"nvme1n1": DiskIO(read_bytes=100)},
+                              {"nvme1n1": DiskIO(read_bytes=4196)}])
+    counters = SysfsCounters(["ens1f0np0"], ["mlx5_0"], disks=disks, root=tmp_path)
+    sysfs(tmp_path, rx=1_000, words=10)
+    before = counters.read()
+    sysfs(tmp_path, rx=9_000, words=1_010)
+    after = counters.read()
+    reads = storage_reads(before, after, ["/dev/nvme1n1"])
+    assert reads.nic_bytes == 8_000 and reads.rdma_bytes == 4_000  # 1,000 words of 4 bytes
+    assert reads.device_bytes == 4_096 and reads.per_item["mlx5_0/1"] == 4_000
+    assert reads.any_watched
+
+
+def test_nothing_watched_is_none_not_zero():
+    reads = storage_reads(StorageSnapshot(), StorageSnapshot())
+    assert reads.device_bytes is None and reads.nic_bytes is None and not reads.any_watched
+
+
+def test_a_counter_that_went_down_is_named(tmp_path):
+    counters = SysfsCounters(["ens1f0np0"], root=sysfs(tmp_path, rx=5_000, words=0))
+    before = counters.read()
+    sysfs(tmp_path, rx=10, words=0)
+    with pytest.raises(AttributionError, match="'ens1f0np0': the counter went down"):
+        storage_reads(before, counters.read())
+
+
+def test_a_missing_interface_or_rdma_device_is_named(tmp_path):
+    with pytest.raises(AttributionError, match="rx_bytes"):
+        SysfsCounters(["eth9"], root=tmp_path).read()
+    with pytest.raises(AttributionError, match="RDMA device 'mlx9'"):
+        SysfsCounters([], ["mlx9"], root=tmp_path).read()

@@ -1,0 +1,99 @@
+"""gates.inference.evidence and controls: the chain's verdict, physics and the working set."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gates.core import Outcome
+from gates.inference import (
+    Agreement,
+    Kind,
+    Signal,
+    chain_measurement,
+    judge_chain,
+    restore_physics,
+    within,
+    working_set,
+)
+
+ENGINE = Signal(kind=Kind.ENGINE, signal="vllm:external_prefix_cache_hits_total", value=8192,
+                unit="tokens", expected="≥ 7,373 tokens", agreement=Agreement.AGREES)
+DEVICE = Signal(kind=Kind.STORAGE, signal="block devices nvme0n1", value=1.0e9, unit="bytes",
+                expected="90-150 % of the engine's", agreement=Agreement.AGREES)
+
+
+def test_a_complete_chain_passes_and_names_its_signals():
+    verdict = judge_chain([ENGINE, DEVICE])
+    assert verdict.outcome is Outcome.PASS and "nvme0n1" in verdict.reason
+
+
+def test_a_disagreeing_signal_fails_the_chain_by_name():
+    rank = Signal(kind=Kind.ENGINE, signal='lmcache:num_hit_tokens_total{worker_id="3"}',
+                  value=0, unit="tokens", expected="≥ 7,373 tokens",
+                  agreement=Agreement.DISAGREES)
+    verdict = judge_chain([ENGINE, DEVICE, rank])
+    assert verdict.outcome is Outcome.FAIL and 'worker_id="3"' in verdict.reason
+
+
+def test_no_storage_side_signal_is_inconclusive_never_a_pass():
+    verdict = judge_chain([ENGINE])
+    assert verdict.inconclusive and "no storage-side signal" in verdict.reason
+    m = chain_measurement("proof", [ENGINE])
+    assert m.outcome is Outcome.ERROR and m.note.startswith("INCONCLUSIVE")
+
+
+def test_a_caveated_counter_passes_only_with_a_control_agreeing():
+    ahead = ENGINE.model_copy(update={"signal": "kvbm_onboard_blocks_d2d",
+                                      "caveat": "counted before the transfer"})
+    verdict = judge_chain([ahead, DEVICE])
+    assert verdict.inconclusive and "counted before the transfer" in verdict.reason
+    control = working_set(64 * 2**30, 24 * 2**30, None, False, False)
+    assert judge_chain([ahead, DEVICE, control]).outcome is Outcome.PASS
+
+
+def test_an_inconclusive_control_makes_the_chain_inconclusive():
+    ws = working_set(10 * 2**20, 24 * 2**30, None, page_cache_dropped=False, devices_agree=False)
+    assert ws.agreement is Agreement.INCONCLUSIVE and "fits in the host" in ws.note
+    assert judge_chain([ENGINE, DEVICE, ws]).inconclusive
+
+
+@given(st.permutations([ENGINE, DEVICE, ENGINE.model_copy(update={"signal": "rank 1"}),
+                        Signal(kind=Kind.CONTROL, signal="c", agreement=Agreement.ABSENT)]))
+def test_the_order_of_the_signals_never_changes_the_verdict(signals):
+    assert judge_chain(signals).outcome is Outcome.PASS
+
+
+def test_physics_fails_a_restore_faster_than_the_storage():
+    # 114 GB in 14 s is 8.1 GB/s: fine against 8.12 GB/s; in 5 s it is impossible.
+    assert restore_physics(114e9, 14.0, 8.12e9, 12.5e9).agreement is Agreement.AGREES
+    fast = restore_physics(114e9, 5.0, 8.12e9, 12.5e9)
+    assert fast.agreement is Agreement.DISAGREES and "somewhere else" in fast.note
+    assert "G1 KV-restore" in fast.expected
+    assert restore_physics(114e9, 5.0, None, None).agreement is Agreement.ABSENT
+
+
+def test_working_set_rules():
+    big = working_set(64 * 2**30, 24 * 2**30, None, False, False)
+    assert big.agreement is Agreement.AGREES
+    proven = working_set(2**20, 24 * 2**30, None, False, devices_agree=True)
+    assert proven.agreement is Agreement.AGREES and "devices" in proven.note
+    dropped = working_set(2**20, 24 * 2**30, None, page_cache_dropped=True, devices_agree=False)
+    assert dropped.agreement is Agreement.AGREES
+    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, True, True)
+    assert tier.agreement is Agreement.INCONCLUSIVE and "CPU tier" in tier.note
+
+
+def test_within():
+    assert within(None, 1) is Agreement.ABSENT
+    assert within(95, 90, 150) is Agreement.AGREES
+    assert within(151, 90, 150) is Agreement.DISAGREES and within(89, 90) is Agreement.DISAGREES
+
+
+def test_an_unreadable_exposition_makes_the_proof_inconclusive_with_the_reason():
+    from gates.inference import ProbeEvidence, ProofContext, probe_chain
+
+    evidence = ProbeEvidence(expected_tokens=8192, repetitions=1,
+                             error="metrics: http://h:8000/metrics: line 3: vllm:x: bad value")
+    verdict = judge_chain(probe_chain(evidence, ProofContext()))
+    assert verdict.inconclusive and "line 3" in verdict.reason
