@@ -42,8 +42,19 @@ def binding_deviations(upstream: GateRecord, thresholds_sha256: str,
         theirs = json.loads(upstream.facts.get(BINDING_FACT, "{}"))
     except ValueError:
         theirs = {}
+    changed: dict[str, list[str]] = {}
     for key in sorted(set(theirs) & set(binding)):
         if theirs[key] != binding[key]:
-            out.append(f"site changed since {before} (run {upstream.run_id}): {key} was "
-                       f"{theirs[key]!r}, is {binding[key]!r}")
+            group, _, name = key.rpartition(".")
+            changed.setdefault(group, []).append(
+                f"{name} was {_short(theirs[key])}, is {_short(binding[key])}")
+    # One deviation per arm (or table): a G4 soaking another engine than G3 measured is one
+    # finding per arm, not one per key.
+    out += [f"site changed since {before} (run {upstream.run_id}): {group}: "
+            + "; ".join(parts) for group, parts in changed.items()]
     return out
+
+
+def _short(value: str, most: int = 90) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[:most - 1] + "…"

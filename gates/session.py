@@ -132,8 +132,13 @@ class GateSession:
                         None) if ref else None
         if upstream is not None:
             for text in binding_deviations(upstream, self.thresholds_file.sha256,
-                                           site_binding(self.site, self.arms(gate))):
+                                           site_binding(self.site, self.bound_arms(gate))):
                 self.deviate(gate, text)
+
+    def bound_arms(self, gate: str) -> dict[str, Arm]:
+        """The arms a gate's record is bound to: the ones it measured (G4 soaks the candidate)."""
+        arms = self.arms(gate)
+        return {"candidate": arms["candidate"]} if gate == "g4" and "candidate" in arms else arms
 
     def deviate(self, gate: str, text: str) -> None:
         """Record a deviation from the procedure, shown on the gate's report."""
@@ -219,7 +224,7 @@ class GateSession:
             evidence=self.store.manifest(self.run_id),
             inventory=self.inventory if gate == "g1" else [],
             facts=self.facts.get(gate, {}) | {BINDING_FACT: json.dumps(
-                site_binding(self.site, self.arms(gate)), sort_keys=True)},
+                site_binding(self.site, self.bound_arms(gate)), sort_keys=True)},
             checklist=self.checklist_answers(gate),
             tables=self.tables.get(gate, {}))
         self.store.save_record(record)

@@ -9,7 +9,7 @@ import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
 from gates.core import G2
-from gates.inference import g2_measurements
+from gates.inference import g2_measurements, starved
 
 pytestmark = [pytest.mark.gate, pytest.mark.g2]
 
@@ -22,6 +22,8 @@ def g2(g2_baseline, kvgate):
     arms = {"baseline": g2_baseline.reps}
     kvgate.charts["g2"] = [("Baseline TTFT CDF", ttft_cdf(arms)),
                            ("Baseline throughput vs concurrency", throughput_by_concurrency(arms))]
+    for text in starved(g2_baseline.reps, kvgate.thresholds.g2):
+        kvgate.deviate("g2", text)
     return g2_measurements(g2_baseline.reps, kvgate.thresholds.g2)
 
 

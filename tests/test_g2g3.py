@@ -170,3 +170,29 @@ def test_g3_carries_an_evidence_chain_per_level():
     [chain] = [m for m in g3_measurements(base, blind, [], G3Limits(), Decision())
                if m.id == "g3.evidence_chain"]
     assert chain.outcome is Outcome.ERROR and chain.note.startswith("INCONCLUSIVE")
+
+
+def test_a_baseline_starved_of_cpu_says_so():
+    # Case 8 of issue #15: a neighbour took the CPU, the baseline measured slow and passed.
+    from gates.inference import CpuUse, starved
+
+    busy = CpuUse(seconds=30, other_pct=61, engine_pct=35, own_pct=3, engine_wait_ms=9000)
+    reps = [rep("baseline", 0, 2.0, 100), rep("baseline", 1, 2.6, 80).model_copy(
+        update={"cpu": busy})]
+    [text] = starved(reps, G2Limits())
+    assert text.startswith("baseline may be starved: during repetition 2 at concurrency 8")
+    assert "other processes used 61 % of the CPU" in text and "run-queue waits 9,000 ms" in text
+    unstable = {m.id: m for m in g2_measurements(reps, G2Limits())}["g2.ttft_p50_cv"]
+    assert unstable.outcome is Outcome.FAIL and "other processes used 61 %" in unstable.note
+
+
+def test_cpu_use_between_two_snapshots():
+    from gates.inference import CpuSnapshot, cpu_use
+
+    a = CpuSnapshot(wall=0.0, cores=2, host_busy=10.0, engine=2.0, own=1.0, engine_wait_ns=0)
+    b = CpuSnapshot(wall=10.0, cores=2, host_busy=26.0, engine=7.0, own=2.0,
+                    engine_wait_ns=3_000_000_000)
+    use = cpu_use(a, b)
+    # 20 core-seconds: the engine 5, kvgate 1, the other 10 are someone else's.
+    assert (use.engine_pct, use.own_pct, use.other_pct) == (25.0, 5.0, 50.0)
+    assert use.engine_wait_ms == 3000.0

@@ -215,3 +215,31 @@ def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
         record["deviations"]
     assert any("kvgate-sim" in v for k, v in record["tool_versions"].items()
                if "as it answered" in k)
+
+
+def test_kv_written_outside_the_arms_kv_dir_fails_the_proof(world, g2):
+    # Case 1b of issue #15: the launch command sends the KV elsewhere; kv_dir stays on target.
+    elsewhere = world / "elsewhere-kv"
+    site = site_text(world / "t1").replace(
+        '"--kv-dir", "{kv_dir}"]\nkv_dir = "' + str(world / "t1") + '/kv-candidate"',
+        f'"--kv-dir", "{elsewhere}"]\nkv_dir = "{world / "t1"}/kv-candidate"')
+    assert str(elsewhere) in site
+    done, record = run(world, "g3", site)
+    assert done.returncode == 1, done.stdout[-3000:]
+    chain = outcomes(record)["Storage-read evidence chain @ concurrency 2"]
+    assert chain["outcome"] == "FAIL" and "KV files in the arm's kv_dir" in chain["note"]
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_a_candidate_kv_dir_on_another_filesystem_is_refused(world, g2):
+    # Case 1a: kv_root outside the target lets kv_dir leave the storage under test.
+    import os
+    if os.stat("/dev/shm").st_dev == os.stat(world).st_dev:
+        pytest.skip("/dev/shm is on the same filesystem as the test's target here")
+    shm = f"/dev/shm/kvgate-test-{os.getpid()}"
+    site = site_text(world / "t1").replace(
+        f'kv_dir = "{world / "t1"}/kv-candidate"',
+        f'kv_dir = "{shm}/kv"\nkv_root = "{shm}"')
+    done, record = run(world, "g3", site)
+    assert done.returncode == 2, done.stdout[-3000:]
+    assert "another filesystem" in record["measurements"][0]["note"]

@@ -70,3 +70,19 @@ def test_a_missing_file_is_named(capsys, tmp_path):
     code, out = proof(capsys, "--engine", "vllm", "--before", str(tmp_path / "no.prom"),
                       "--after", str(tmp_path / "no.prom"), "--expected-tokens", "10")
     assert code == 2 and "no.prom" in out
+
+
+def test_hits_of_the_cpu_tier_are_never_storage_reads(capsys, tmp_path):
+    # The connector said the probe's 8,192 tokens came from the host (DRAM) tier: vLLM's
+    # external_kv_transfer still counts them, the CPU-tier control names what really answered.
+    after = (DATA / "vllm.after.prom").read_text().replace(
+        'source="host"} 0.0', 'source="host"} 8192.0')
+    (tmp_path / "after.prom").write_text(after)
+    args = ["--engine", "vllm", "--before", str(DATA / "vllm.before.prom"),
+            "--after", str(tmp_path / "after.prom"), "--expected-tokens", "8192",
+            "--device-bytes", str(NEEDED), "--kv-bytes-per-token", str(KV_PER_TOKEN)]
+    code, out = proof(capsys, *args)
+    assert code == 1 and "CPU-tier hits during the probe" in out, out
+    args[5] = str(DATA / "vllm.after.prom")
+    code, out = proof(capsys, *args)
+    assert "CPU-tier hits during the probe = 0 %" in out, out

@@ -331,3 +331,13 @@ def test_device_facts_real_loop_device(tmp_path):
                                destructive=True, typed_serial="")
             assert str(mnt) in str(err.value)
         assert device_facts(loopdev).mounted_at == []
+
+
+def test_the_candidates_kv_must_live_on_the_targets_filesystem(tmp_path):
+    from gates.storage import foreign_filesystem
+
+    assert foreign_filesystem(tmp_path / "kv" / "not-yet", tmp_path) == ""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.stat(shm).st_dev != os.stat(tmp_path).st_dev:
+        why = foreign_filesystem(shm / "kv", tmp_path)
+        assert "another filesystem" in why and str(tmp_path) in why

@@ -102,7 +102,8 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
         gpu_hit_tokens=a.gpu_hit_tokens, storage=storage,
         process_read_bytes=None if args.process_bytes is None else int(args.process_bytes),
         probe_seconds=args.probe_seconds, page_cache_dropped=args.page_cache_dropped,
-        repetitions=1, storage_read_failures=a.storage_read_failures)
+        repetitions=1, storage_read_failures=a.storage_read_failures,
+        cpu_hit_tokens=a.cpu_hit_tokens)
     context = ProofContext(
         read_fraction_min=args.read_fraction_min, expected_ranks=args.ranks,
         restore_bw=_bytes(args.restore_bw, "restore-bw", parse_rate),

@@ -43,6 +43,9 @@ class G2Limits(Strict):
     cv_max: Percent = 5.0
     request_errors_max: int = Field(default=0, ge=0)
     concurrency: list[PositiveInt] = Field(default=[8, 16], min_length=1)
+    # CPU other processes may use during a baseline repetition before the baseline counts as
+    # possibly starved (a slow baseline inflates every G3 gain): a deviation, with the figure.
+    other_cpu_max: Percent = Field(default=25.0, ge=0.0, le=100.0)
     repetitions: PositiveInt = 3
 
 

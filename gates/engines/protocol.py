@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size
 from ..inference import (
+    MARKER,
     ArmProcess,
     AttributionError,
     LoadSettings,
@@ -16,6 +17,8 @@ from ..inference import (
     PsutilDiskCounters,
     Repetition,
     SysfsCounters,
+    cpu_snapshot,
+    cpu_use,
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
@@ -58,6 +61,7 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     f"{format_size(kv.free_bytes)} free; nothing was started")
         watched = kv_devices(arm, list(devices))
         with ArmProcess(name, arm, log, run_id=run_id) as process:
+            cpu_before = cpu_snapshot(process.pid)
             eviction = "reset" if workload.eviction == "restart" else workload.eviction
             settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
             restart = process.restart if workload.eviction == "restart" else None
@@ -77,6 +81,7 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
                     devices=watched, evict_hook=restart, metrics_urls=process.metrics_urls(),
                     nics=nics, block_tokens=arm.kv_block_tokens))
+            cpu = cpu_use(cpu_before, cpu_snapshot(process.pid))
     except (ArmError, PhaseError, AttributionError) as exc:
         tail = ""
         if isinstance(exc, PhaseError) and log.exists():
@@ -85,4 +90,13 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                 log.read_text(errors="replace").splitlines()[-20:])
         raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
                             f"{exc}{tail}") from None
-    return repetition(name, concurrency, index, cold)
+    rep = repetition(name, concurrency, index, cold).model_copy(update={"cpu": cpu})
+    if kv is not None:  # where the KV really is: the files the engine left in its kv_dir
+        rep = rep.model_copy(update={"kv_dir": str(kv.path), "kv_dir_bytes": kv_bytes(kv.path)})
+    return rep
+
+
+def kv_bytes(path: Path) -> int:
+    """Bytes of the files under a KV directory (kvgate's own marker left out)."""
+    return sum(f.stat().st_size for f in path.rglob("*")
+               if f.is_file() and not f.is_symlink() and f.name != MARKER)

@@ -28,6 +28,12 @@ from .counters import (
     SysfsCounters,
     storage_reads,
 )
+from .cpu import (
+    CpuSnapshot,
+    CpuUse,
+    cpu_snapshot,
+    cpu_use,
+)
 from .disks import (
     AttributionError,
     DiskCounters,
@@ -53,6 +59,7 @@ from .g2g3 import (
     g3_chains,
     g3_measurements,
     level_chain,
+    starved,
 )
 from .g3proof import (
     PROOF_FAILED,
@@ -169,6 +176,8 @@ __all__ = [
     "AttributionError",
     "ChainVerdict",
     "ColdRecovery",
+    "CpuSnapshot",
+    "CpuUse",
     "DONE",
     "DiskCounters",
     "DiskIO",
@@ -232,6 +241,8 @@ __all__ = [
     "classify",
     "cold_recovery",
     "correctness",
+    "cpu_snapshot",
+    "cpu_use",
     "detect_engine",
     "device_read_bytes",
     "device_reads",
@@ -269,6 +280,7 @@ __all__ = [
     "server_identity",
     "settle",
     "shared_prefix",
+    "starved",
     "stats",
     "storage_proof",
     "storage_reads",

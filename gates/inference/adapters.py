@@ -14,10 +14,10 @@ from .rules import Rule, rule
 QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_tokens",
               "storage_read_bytes", "storage_read_blocks", "storage_write_tokens",
               "storage_write_bytes", "storage_write_blocks", "recomputed_tokens",
-              "storage_read_failures")
+              "storage_read_failures", "cpu_hit_tokens")
 # Quantities whose shard ranks give the worst rank (a failure on one rank is a failure), not
 # the least (what every rank read): failures, and GPU hits (a control that must stay ~0).
-WORST = frozenset({"storage_read_failures", "gpu_hit_tokens"})
+WORST = frozenset({"storage_read_failures", "gpu_hit_tokens", "cpu_hit_tokens"})
 
 # The reference simulator's counters. `kvgate sim` serves exactly these (labels: model_name);
 # every prompt token is counted in exactly one of gpu_hit, storage_read and recomputed.
@@ -69,6 +69,8 @@ SGLANG: dict[str, list[Rule]] = {
     # other reasons (below_threshold, device_covered, capacity ...) are not storage failures.
     "storage_read_failures": [rule(f"{_S}storage_prefetch_unfulfilled_tokens_total",
                                    reason="storage_transfer|deadline", **_RANKED)],
+    # HiCache's host (L2, DRAM) pool: cache_source="host" (metrics_collector.py): not storage.
+    "cpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="host")],
 }
 
 # Dynamo KVBM (ai-dynamo/dynamo lib/llm/src/block_manager/metrics_kvbm.rs, checked against

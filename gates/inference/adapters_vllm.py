@@ -48,6 +48,9 @@ VLLM: dict[str, list[Rule]] = {
     "recomputed_tokens": [  # vllm/v1/metrics/stats.py ALL_SOURCES
         rule(f"{_V}prompt_tokens_by_source_total", source="local_compute")],
     "cached_tokens": [rule(f"{_V}prompt_tokens_cached_total")],  # vllm/v1/metrics/loggers.py
+    # The CPU (host DRAM) tier's hits, where the connector names the tier: CacheHitSource.HOST
+    # (vllm/v1/metrics/cache_hit_source.py); a cold probe of the storage must show ~0.
+    "cpu_hit_tokens": [rule(f"{_V}prompt_tokens_cached_by_source_total", source="host")],
 }
 
 # vLLM native offload with TieringOffloadingSpec: tier = "0:primary" (the CPU tier, lookups

@@ -58,6 +58,7 @@ class StorageAttribution(BaseModel):
     # Failed storage reads the engine counted (its own unit: jobs, tokens or blocks); any > 0
     # means some KV the probe needed did not come from storage.
     storage_read_failures: float | None = None
+    cpu_hit_tokens: float | None = None  # served from a CPU/DRAM tier: never a storage read
     matched: dict[str, list[str]] = Field(default_factory=dict)  # quantity -> series/derivation
     # Per rank (TP / DP / PP series), the storage-read tokens of each: "worker_id=3" -> tokens.
     # "shard": every rank counts every token of its own shard (storage_read_tokens is then the

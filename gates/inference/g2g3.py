@@ -44,8 +44,20 @@ def by_concurrency(reps: Sequence[Repetition]) -> dict[int, list[Repetition]]:
     return groups
 
 
+def starved(reps: Sequence[Repetition], limits: G2Limits) -> list[str]:
+    """A deviation for each baseline repetition another process may have starved of CPU."""
+    return [f"baseline may be starved: during repetition {r.repetition + 1} at concurrency "
+            f"{r.concurrency} {r.cpu.line()} (g2.other_cpu_max {limits.other_cpu_max:g} %)"
+            for r in reps if r.cpu is not None and r.cpu.other_pct > limits.other_cpu_max]
+
+
+def _busiest(reps: Sequence[Repetition]) -> str:
+    used = [r.cpu for r in reps if r.cpu is not None]
+    return f"; {max(used, key=lambda u: u.other_pct).line()}" if used else ""
+
+
 def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
-        what: str) -> Measurement:
+        what: str, reps: Sequence[Repetition] = ()) -> Measurement:
     limit = Limit.at_most(limits.cv_max, "%", key="g2.cv_max")
     cv = cv_percent(values)
     if cv is None:
@@ -53,7 +65,9 @@ def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
     m = declared.measured(cv, limit, at=c, note="per repetition: "
                           + ", ".join(f"{v:.4g}" for v in values))
     if m.outcome is Outcome.FAIL:
-        m.note = f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %; {m.note}"
+        # A CV failure under load is a real measurement; say what else ran.
+        m.note = (f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %{_busiest(reps)}; "
+                  f"{m.note}")
     return m
 
 
@@ -72,8 +86,8 @@ def g2_level(c: int, reps: list[Repetition], limits: G2Limits) -> list[Measureme
         out.append(G2[id].measured(median(values), _positive(unit), at=c,
                                    note=f"median over {len(values)} repetitions")
                    if values else G2[id].error("no successful request", _positive(unit), at=c))
-    out.append(_cv(G2["g2.ttft_p50_cv"], c, p50s, limits, "TTFT p50"))
-    out.append(_cv(G2["g2.throughput_cv"], c, tputs, limits, "throughput"))
+    out.append(_cv(G2["g2.ttft_p50_cv"], c, p50s, limits, "TTFT p50", reps))
+    out.append(_cv(G2["g2.throughput_cv"], c, tputs, limits, "throughput", reps))
     out.append(self_check(G2["g2.loadgen_fit"], c, reps))
     return out
 

@@ -38,6 +38,9 @@ class ProbeEvidence(BaseModel):
     repetitions: int = 0
     storage_read_failures: float | None = None  # the engine's own failed storage reads
     error: str = ""  # why the engine's counters could not be read
+    cpu_hit_tokens: float | None = None  # answered by a CPU/DRAM tier, where exposed
+    kv_dir: str = ""  # the arm's KV directory on the storage under test
+    kv_dir_bytes: int | None = None  # the most its files held after a repetition
 
     @property
     def expected_bytes(self) -> float | None:
@@ -65,6 +68,9 @@ class ProbeEvidence(BaseModel):
             "page_cache_dropped": self.page_cache_dropped and other.page_cache_dropped,
             "storage_read_failures": add(self.storage_read_failures,
                                          other.storage_read_failures),
+            "cpu_hit_tokens": add(self.cpu_hit_tokens, other.cpu_hit_tokens),
+            "kv_dir_bytes": None if self.kv_dir_bytes is None or other.kv_dir_bytes is None
+            else max(self.kv_dir_bytes, other.kv_dir_bytes),
             "repetitions": self.repetitions + other.repetitions,
             "error": "; ".join(dict.fromkeys(filter(None, [self.error, other.error])))})
 
@@ -128,6 +134,12 @@ def _engine_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
                        value=gpu, unit="%", expected=f"≤ {GPU_HIT_MAX:g} % of the expected",
                        agreement=within(gpu, 0.0, GPU_HIT_MAX),
                        note="the eviction was verified by the counters, not by an HTTP 200"))
+    if p.cpu_hit_tokens is not None and p.expected_tokens:
+        cpu = p.cpu_hit_tokens / p.expected_tokens * 100
+        rows.append(Signal(kind=Kind.CONTROL, signal="CPU-tier hits during the probe",
+                           value=cpu, unit="%", expected=f"≤ {GPU_HIT_MAX:g} % of the expected",
+                           agreement=within(cpu, 0.0, GPU_HIT_MAX),
+                           note="KV served from the engine's DRAM tier is not a storage read"))
     return rows
 
 
@@ -154,9 +166,25 @@ def _storage_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
     return rows
 
 
+def _kv_dir_row(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
+    # The KV must live in the kv_dir on the target: a launch command that sends it elsewhere
+    # (its own --kv-dir) leaves the directory empty or short of what the probe read.
+    if p.kv_dir_bytes is None:
+        return []
+    per_rep = (p.storage_read_bytes or p.expected_bytes or 0) / max(p.repetitions, 1)
+    floor = ctx.band[0] / 100 * per_rep
+    gap = f"; {per_rep - p.kv_dir_bytes:,.0f} bytes of KV are not there" \
+        if p.kv_dir_bytes < floor else ""
+    return [Signal(kind=Kind.CONTROL, signal=f"KV files in the arm's kv_dir {p.kv_dir}",
+                   value=p.kv_dir_bytes, unit="bytes",
+                   expected=f"≥ {floor:,.0f} (what one probe read)" if per_rep else "—",
+                   agreement=within(p.kv_dir_bytes, floor) if per_rep else Agreement.ABSENT,
+                   note=f"the files the engine left there after the run{gap}")]
+
+
 def probe_chain(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
     """The evidence table of a probe: engine, storage side, physics and controls."""
-    rows = _engine_rows(p, ctx) + _storage_rows(p, ctx)
+    rows = _engine_rows(p, ctx) + _storage_rows(p, ctx) + _kv_dir_row(p, ctx)
     # What the engine says it read, else what the model geometry says the probe needed.
     kv_bytes = p.storage_read_bytes or p.expected_bytes
     if kv_bytes:

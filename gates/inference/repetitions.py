@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from ..core import percentile
 from .attribution import StorageAttribution
 from .counters import StorageReads
+from .cpu import CpuUse
 from .metrics import summarize
 from .phases import ColdRecovery
 from .proof import ProbeEvidence, series_label
@@ -44,6 +45,11 @@ class Repetition(BaseModel):
     nic_read_bytes: int | None = None
     rdma_read_bytes: int | None = None
     metrics_error: str = ""
+    storage_read_failures: float | None = None
+    cpu_hit_tokens: float | None = None
+    cpu: CpuUse | None = None  # who used the CPU during the repetition (a starved engine?)
+    kv_dir: str = ""  # the arm's KV directory, and the bytes of files found in it after the run
+    kv_dir_bytes: int | None = None
     server: str = ""  # what the server said it is (GET /v1/models, its version endpoint)
     simulated: bool = False  # the server said it is kvgate's simulator
 
@@ -77,6 +83,8 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         probe_seconds=cold.probe.wall, **_chain_fields(attribution),
         nic_read_bytes=cold.nic_read_bytes, rdma_read_bytes=cold.rdma_read_bytes,
         metrics_error=cold.metrics_error,
+        storage_read_failures=attribution[0].storage_read_failures if attribution else None,
+        cpu_hit_tokens=attribution[0].cpu_hit_tokens if attribution else None,
         server=cold.server.describe() if cold.server else "",
         simulated=bool(cold.server and cold.server.simulated))
 
@@ -104,6 +112,8 @@ def probe_evidence(reps: list[Repetition], kv_bytes_per_token: int | None) -> Pr
             rank_mode=r.rank_mode, caveat=r.caveat, counter=r.counter,
             gpu_hit_tokens=r.gpu_hit_tokens, storage=storage,
             process_read_bytes=r.process_read_bytes, probe_seconds=r.probe_seconds,
-            page_cache_dropped=bool(r.page_cache), repetitions=1, error=r.metrics_error)
+            page_cache_dropped=bool(r.page_cache), repetitions=1, error=r.metrics_error,
+            storage_read_failures=r.storage_read_failures, cpu_hit_tokens=r.cpu_hit_tokens,
+            kv_dir=r.kv_dir, kv_dir_bytes=r.kv_dir_bytes)
         total = one if not total.repetitions else total + one
     return total

@@ -93,6 +93,23 @@ def check_directory(target: Target, needed: int, ours: set[str]) -> Path:
     return directory
 
 
+def foreign_filesystem(path: Path, target: Path) -> str:
+    """Why path is not on the target's filesystem ("" when it is): the KV must live there."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # a kv_dir kvgate will create: judge the folder it goes in
+    try:
+        mine, theirs = os.stat(existing).st_dev, os.stat(target).st_dev
+    except OSError as exc:
+        return f"cannot stat {existing} or {target}: {exc.strerror}"
+    if mine == theirs:
+        return ""
+    return (f"{path} is on another filesystem (device {os.major(mine)}:{os.minor(mine)}) than "
+            f"the target {target} (device {os.major(theirs)}:{os.minor(theirs)}): the "
+            "candidate's KV must live on the storage under test (kv_root may add a path, "
+            "never another filesystem)")
+
+
 @dataclass
 class DeviceFacts:
     """What the system says about a block device before we would write to it."""
