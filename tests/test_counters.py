@@ -59,3 +59,16 @@ def test_a_missing_interface_or_rdma_device_is_named(tmp_path):
         SysfsCounters(["eth9"], root=tmp_path).read()
     with pytest.raises(AttributionError, match="RDMA device 'mlx9'"):
         SysfsCounters([], ["mlx9"], root=tmp_path).read()
+
+
+def test_an_md_array_and_its_members_are_never_both_counted(tmp_path):
+    from gates.inference import double_counted
+
+    slaves = tmp_path / "block" / "md127" / "slaves"
+    slaves.mkdir(parents=True)
+    for member in ("nvme1n1", "nvme2n1"):
+        (slaves / member).mkdir()
+    assert double_counted(["/dev/md127"], tmp_path) == ""
+    assert double_counted(["nvme1n1", "nvme2n1"], tmp_path) == ""
+    why = double_counted(["/dev/md127", "/dev/nvme2n1"], tmp_path)
+    assert "md127 and its members nvme2n1" in why and "count twice" in why

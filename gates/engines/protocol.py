@@ -19,6 +19,7 @@ from ..inference import (
     SysfsCounters,
     cpu_snapshot,
     cpu_use,
+    double_counted,
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
@@ -60,6 +61,8 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     f"{kv_bytes_per_token} B/token) but {kv.path} has only "
                     f"{format_size(kv.free_bytes)} free; nothing was started")
         watched = kv_devices(arm, list(devices))
+        if twice := double_counted(watched):
+            raise ProtocolError(f"arm '{name}': [topology] devices: {twice}")
         with ArmProcess(name, arm, log, run_id=run_id) as process:
             cpu_before = cpu_snapshot(process.pid)
             eviction = "reset" if workload.eviction == "restart" else workload.eviction

@@ -26,6 +26,7 @@ from .counters import (
     StorageReads,
     StorageSnapshot,
     SysfsCounters,
+    double_counted,
     storage_reads,
 )
 from .cpu import (
@@ -246,6 +247,7 @@ __all__ = [
     "detect_engine",
     "device_read_bytes",
     "device_reads",
+    "double_counted",
     "e2e",
     "evidence_table",
     "free_port",

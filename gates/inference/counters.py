@@ -76,6 +76,19 @@ class SysfsCounters:
                                nic_rx_bytes=nics, rdma_rx_bytes=rdma)
 
 
+def double_counted(devices: Sequence[str], root: Path = Path("/sys")) -> str:
+    """Why these devices would count reads twice ("" if not): an md array and its members."""
+    names = {d.removeprefix("/dev/") for d in devices}
+    for name in sorted(names):
+        slaves = root / "block" / name / "slaves"
+        members = {p.name for p in slaves.iterdir()} if slaves.is_dir() else set()
+        both = sorted(members & names)
+        if both:
+            return (f"devices {name} and its members {', '.join(both)} are both named: every "
+                    "read would count twice; name the md array or its members, not both")
+    return ""
+
+
 def _rise(before: dict[str, int], after: dict[str, int], what: str) -> dict[str, int]:
     out = {}
     for name, value in after.items():

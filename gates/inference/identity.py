@@ -7,7 +7,8 @@ name themselves in `GET /v1/models` `owned_by` (vLLM: "vllm", vllm-project/vllm
 vllm/entrypoints/openai/protocol.py ModelCard; SGLang: "sglang", sgl-project/sglang
 python/sglang/srt/entrypoints/openai/protocol.py) and report their version at vLLM's
 `GET /version` (vllm/entrypoints/serve/instrumentator/basic.py) or SGLang's
-`GET /server_info` (python/sglang/srt/entrypoints/http_server.py). `identify` is pure; the
+`GET /server_info` (python/sglang/srt/entrypoints/http_server.py); llama-server answers
+`owned_by: "llamacpp"` (seen from the build kvgate installs). `identify` is pure; the
 HTTP edge asks each once and never fails a run: an unanswered question is "unknown".
 """
 

@@ -41,6 +41,7 @@ from ...inference import (
     device_read_bytes,
     judge_self_check,
     scrape_all,
+    server_identity,
 )
 from .http import SlotError, SlotResult, send_to_slot, slot_action, total_slots
 
@@ -211,6 +212,7 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
                              f"{settings.concurrency}: start llama-server with --parallel "
                              f"{settings.concurrency} or more")
         runner = SlotRunner(session, endpoint, slots, settings, tier=kv_dir is not None)
+        server = await server_identity(endpoint.url)
         await runner.phase(plan.phase(WARMUP), WARMUP, on_record)
         seed = await runner.phase(plan.phase(SEED), SEED, on_record)
         try:
@@ -243,4 +245,4 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         if disks and devices else None,
         process_read_bytes=None if io_before is None or io_after is None
         else io_after - io_before, page_cache=dropped,
-        probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()})
+        probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server)
