@@ -12,7 +12,6 @@ from gates.inference import (
     cold_recovery,
     parse_metrics,
     run_cold_recovery,
-    settle,
     summarize,
 )
 from gates.sim import FaultConfig, build_app, get_profile
@@ -26,7 +25,7 @@ def plan(seed=1, contexts=4):
                          chunk_tokens=TINY.chunk_tokens, warmup=1, warmup_tokens=8)
 
 
-async def serve_and_run(kv_dir, faults=None, workload=None, eviction="reset"):
+async def serve_and_run(kv_dir, faults=None, workload=None, eviction="reset", **kw):
     app = build_app("tiny", kv_dir, faults)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -37,7 +36,7 @@ async def serve_and_run(kv_dir, faults=None, workload=None, eviction="reset"):
         endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model=TINY.model_id)
         return await run_cold_recovery(workload or plan(), [endpoint],
                                        LoadSettings(concurrency=2, stall_timeout=30),
-                                       eviction=eviction)
+                                       eviction=eviction, **kw)
     finally:
         await runner.cleanup()
 
@@ -108,40 +107,6 @@ class Garbled:
 
 
 def test_a_garbled_exposition_costs_the_proof_not_the_load_run(tmp_path):
-    async def run():
-        app = build_app("tiny", tmp_path / "kv", None)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        try:
-            endpoint = Endpoint(url=f"http://127.0.0.1:{port}", model=TINY.model_id)
-            return await run_cold_recovery(plan(), [endpoint], LoadSettings(concurrency=2),
-                                           engine="kvgate-sim", source=Garbled())
-        finally:
-            await runner.cleanup()
-
-    result = asyncio.run(run())
+    result = asyncio.run(serve_and_run(tmp_path / "kv", engine="kvgate-sim", source=Garbled()))
     assert "/metrics: line 1" in result.metrics_error
     assert len(result.probe.records) == 4 and all(r.ok for r in result.probe.records)
-
-
-class Scripted:
-    """A metrics source whose write counter grows for a few scrapes, then stops."""
-
-    def __init__(self, totals):
-        self.totals, self.calls = list(totals), 0
-
-    async def scrape(self, url):
-        value = self.totals[min(self.calls, len(self.totals) - 1)]
-        self.calls += 1
-        return parse_metrics("# TYPE kvgate_sim_storage_write_bytes_total counter\n"
-                             f'kvgate_sim_storage_write_bytes_total{{model_name="m"}} {value}\n')
-
-
-def test_settle_waits_until_the_write_counters_stop_moving():
-    source = Scripted([0, 100, 200, 300, 300, 300, 300, 300])
-    asyncio.run(settle(source, ["http://127.0.0.1:1/metrics"], "kvgate-sim", interval=0.0,
-                       quiet_polls=3))
-    assert source.calls == 7  # 300 first seen on call 4, then three unchanged polls

@@ -4,7 +4,7 @@ The adapters (adapters, adapters_vllm) name each engine's series as its publishe
 them, most trusted first. An absent family, or one without the rule's label values, answers
 None ("not exposed"), never 0. DRAM tiers are never storage; a counter that cannot tell them
 apart, or that counts before the transfer, answers with a caveat. The devices' own read bytes
-are in disks, re-exported here. Pure, apart from ``PsutilDiskCounters``.
+are in disks. Pure, apart from ``PsutilDiskCounters``.
 """
 
 from __future__ import annotations
@@ -19,26 +19,11 @@ from .adapters import (
     BLOCK_SIZE,
     QUANTITIES,
     SIGNATURES,
-    SIM_METRICS,
-    SIM_VLLM_ALIASES,
     WORST,
 )
-from .disks import (
-    AttributionError,
-    DiskCounters,
-    DiskIO,
-    FakeDiskCounters,
-    PsutilDiskCounters,
-    device_read_bytes,
-    restore_gbps,
-)
+from .disks import AttributionError
 from .promtext import MetricSet
 from .rules import Found, Rule, answer
-
-__all__ = ["ADAPTERS", "QUANTITIES", "SIM_METRICS", "SIM_VLLM_ALIASES", "AttributionError",
-           "DiskCounters", "DiskIO", "FakeDiskCounters", "PsutilDiskCounters",
-           "StorageAttribution", "attribute", "detect_engine", "device_read_bytes",
-           "restore_gbps"]
 
 
 class StorageAttribution(BaseModel):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .attribution import AttributionError, DiskCounters, DiskIO, device_read_bytes
+from .disks import AttributionError, DiskCounters, DiskIO, device_read_bytes
 
 RDMA_WORD = 4  # port_rcv_data counts 32-bit words
 

@@ -11,15 +11,9 @@ import aiohttp
 from pydantic import BaseModel
 
 from ..core import RequestRecord
-from .attribution import (
-    DiskCounters,
-    StorageAttribution,
-    attribute,
-    detect_engine,
-    device_read_bytes,
-    restore_gbps,
-)
+from .attribution import StorageAttribution, attribute, detect_engine
 from .counters import SysfsCounters, storage_reads
+from .disks import DiskCounters, device_read_bytes, restore_gbps
 from .identity import ServerIdentity, server_identity
 from .loadgen import Endpoint, LoadResult, LoadSettings, run_phase
 from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, parse_metrics
