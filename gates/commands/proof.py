@@ -19,10 +19,10 @@ from ..inference import (
     ProofContext,
     StorageReads,
     attribute,
+    engine_evidence,
     judge_chain,
     parse_metrics,
     probe_chain,
-    series_label,
 )
 
 EXAMPLES = """examples:
@@ -95,15 +95,10 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
         rdma_bytes=None if args.rdma_bytes is None else int(args.rdma_bytes))
     evidence = ProbeEvidence(
         engine=args.engine, expected_tokens=args.expected_tokens,
-        kv_bytes_per_token=args.kv_bytes_per_token, storage_read_tokens=a.storage_read_tokens,
-        storage_read_bytes=a.storage_read_bytes, rank_reads=a.rank_reads,
-        rank_mode=a.rank_mode, caveat=a.caveats.get("storage_read_tokens", ""),
-        counter=series_label(a.matched.get("storage_read_tokens", [])),
-        gpu_hit_tokens=a.gpu_hit_tokens, storage=storage,
+        kv_bytes_per_token=args.kv_bytes_per_token, **engine_evidence(a), storage=storage,
         process_read_bytes=None if args.process_bytes is None else int(args.process_bytes),
         probe_seconds=args.probe_seconds, page_cache_dropped=args.page_cache_dropped,
-        repetitions=1, storage_read_failures=a.storage_read_failures,
-        cpu_hit_tokens=a.cpu_hit_tokens)
+        repetitions=1)
     context = ProofContext(
         read_fraction_min=args.read_fraction_min, expected_ranks=args.ranks,
         restore_bw=_bytes(args.restore_bw, "restore-bw", parse_rate),

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size
 from ..inference import (
-    MARKER,
     ArmProcess,
     AttributionError,
     LoadSettings,
@@ -23,6 +22,7 @@ from ..inference import (
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
+    stored_bytes,
     workload_plan,
 )
 from .llamacpp import run_slot_cold_recovery
@@ -95,11 +95,5 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                             f"{exc}{tail}") from None
     rep = repetition(name, concurrency, index, cold).model_copy(update={"cpu": cpu})
     if kv is not None:  # where the KV really is: the files the engine left in its kv_dir
-        rep = rep.model_copy(update={"kv_dir": str(kv.path), "kv_dir_bytes": kv_bytes(kv.path)})
+        rep = rep.model_copy(update={"kv_dir": str(kv.path), "kv_dir_bytes": stored_bytes(kv.path)})
     return rep
-
-
-def kv_bytes(path: Path) -> int:
-    """Bytes of the files under a KV directory (kvgate's own marker left out)."""
-    return sum(f.stat().st_size for f in path.rglob("*")
-               if f.is_file() and not f.is_symlink() and f.name != MARKER)

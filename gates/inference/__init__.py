@@ -78,6 +78,7 @@ from .kv_dir import (
     MARKER,
     KvDir,
     prepare_kv_dir,
+    stored_bytes,
 )
 from .loadgen import (
     READ_BUFFER,
@@ -130,6 +131,7 @@ from .promtext import (
 from .proof import (
     ProbeEvidence,
     ProofContext,
+    engine_evidence,
     probe_chain,
     recompute_row,
     series_label,
@@ -249,6 +251,7 @@ __all__ = [
     "device_reads",
     "double_counted",
     "e2e",
+    "engine_evidence",
     "evidence_table",
     "free_port",
     "g2_measurements",
@@ -286,6 +289,7 @@ __all__ = [
     "stats",
     "storage_proof",
     "storage_reads",
+    "stored_bytes",
     "summarize",
     "tpot",
     "ttft",

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..core import G3Limits
+from .attribution import StorageAttribution
 from .controls import restore_physics, working_set
 from .counters import StorageReads
 from .evidence import Agreement, Kind, Signal, within
 
 GPU_HIT_MAX = 1.0  # % of the expected KV tokens a cold probe may find in the GPU cache
-BAND = (90.0, 150.0)  # storage-side bytes as % of what the engine says it read
+_G3 = G3Limits()  # the defaults of thresholds.toml [g3], when no file is at hand
 
 
 class ProbeEvidence(BaseModel):
@@ -75,6 +77,17 @@ class ProbeEvidence(BaseModel):
             "error": "; ".join(dict.fromkeys(filter(None, [self.error, other.error])))})
 
 
+def engine_evidence(a: StorageAttribution) -> dict:
+    """The proof's fields an engine's attribution gives (ProbeEvidence's and Repetition's)."""
+    return {"storage_read_tokens": a.storage_read_tokens,
+            "storage_read_bytes": a.storage_read_bytes, "gpu_hit_tokens": a.gpu_hit_tokens,
+            "rank_reads": a.rank_reads, "rank_mode": a.rank_mode,
+            "caveat": a.caveats.get("storage_read_tokens", ""),
+            "counter": series_label(a.matched.get("storage_read_tokens", [])),
+            "storage_read_failures": a.storage_read_failures,
+            "cpu_hit_tokens": a.cpu_hit_tokens}
+
+
 def series_label(series: list[str]) -> str:
     """The series an engine signal came from, for the table: the first, and how many more."""
     # The table names one series; the ranks' rows carry the rest.
@@ -86,9 +99,9 @@ def series_label(series: list[str]) -> str:
 class ProofContext(BaseModel):
     """What the proof holds a probe against: limits, G1, the host and the engine's tiers."""
 
-    read_fraction_min: float = 90.0  # % of the expected tokens (thresholds.toml g3)
+    read_fraction_min: float = _G3.storage_read_fraction_min  # % of the expected tokens
     expected_ranks: int | None = None  # ranks that must each show reads (TP x PP x DP)
-    band: tuple[float, float] = BAND
+    band: tuple[float, float] = (_G3.storage_side_band_min, _G3.storage_side_band_max)
     restore_bw: float | None = None  # G1's KV-restore bandwidth, bytes/s
     link_bw: float | None = None  # [ceilings] read_bw, bytes/s
     memory_bytes: int | None = None  # the host's RAM (page cache)

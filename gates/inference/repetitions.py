@@ -5,12 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..core import percentile
-from .attribution import StorageAttribution
 from .counters import StorageReads
 from .cpu import CpuUse
 from .metrics import summarize
 from .phases import ColdRecovery
-from .proof import ProbeEvidence, series_label
+from .proof import ProbeEvidence, engine_evidence
 
 
 class Repetition(BaseModel):
@@ -80,23 +79,15 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         fit=cold.probe.self_check.fit,
         unfit_reasons=cold.probe.self_check.reasons,
         outputs={r.request_id: r.output_ids for r in cold.probe.records},
-        probe_seconds=cold.probe.wall, **_chain_fields(attribution),
+        probe_seconds=cold.probe.wall,
+        # One attribution per arm (its scrape targets merged).
+        **({k: v for k, v in engine_evidence(attribution[0]).items()
+            if k not in ("storage_read_tokens", "storage_read_bytes", "gpu_hit_tokens")}
+           if len(attribution) == 1 else {}),
         nic_read_bytes=cold.nic_read_bytes, rdma_read_bytes=cold.rdma_read_bytes,
         metrics_error=cold.metrics_error,
-        storage_read_failures=attribution[0].storage_read_failures if attribution else None,
-        cpu_hit_tokens=attribution[0].cpu_hit_tokens if attribution else None,
         server=cold.server.describe() if cold.server else "",
         simulated=bool(cold.server and cold.server.simulated))
-
-
-def _chain_fields(attribution: list[StorageAttribution]) -> dict:
-    # One attribution per arm (its scrape targets merged); ranks keyed by target when several.
-    if len(attribution) != 1:
-        return {}
-    a = attribution[0]
-    return {"rank_reads": a.rank_reads, "rank_mode": a.rank_mode,
-            "caveat": a.caveats.get("storage_read_tokens", ""),
-            "counter": series_label(a.matched.get("storage_read_tokens", []))}
 
 
 def probe_evidence(reps: list[Repetition], kv_bytes_per_token: int | None) -> ProbeEvidence:
