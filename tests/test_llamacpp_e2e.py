@@ -91,7 +91,10 @@ def test_g2_measures_the_real_engine(g2):
 
 @pytest.fixture(scope="module")
 def g3(world, g2):
-    assert g2["verdict"] == "PASS", [m for m in g2["measurements"] if m["outcome"] != "PASS"]
+    # A timing failure says whether contention caused it: the record's starved-baseline lines.
+    assert g2["verdict"] == "PASS", (
+        [d for d in g2["deviations"] if d.startswith("baseline may be starved")],
+        [(m["name"], m["note"]) for m in g2["measurements"] if m["outcome"] != "PASS"])
     done, record = run(world, "g3")
     assert done.returncode in (0, 1), done.stdout[-3000:]
     return record
