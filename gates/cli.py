@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -41,9 +42,8 @@ from .core import (
 )
 from .options import RunConfig, RunOptions, add_run_options
 from .plugin import PresetRun
-from .soak import SoakStore
-from .soak import status as soak_status
-from .store import DB_NAME, BundleError, Store, new_run_id, write_bundle
+from .soak import add_soak_commands, soak_command
+from .store import BundleError, Store, new_run_id, write_bundle
 
 EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 blocked"
 
@@ -81,18 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  kvgate config check --site examples/my-array.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(check.add_argument, only={"site", "thresholds"})
-    soak = commands.add_parser("soak", help="G4 soak: status and resume",
-                               formatter_class=argparse.RawDescriptionHelpFormatter,
-                               epilog="examples:\n  kvgate soak status\n"
-                               "  kvgate soak resume 20261129T170000Z-3f9a1c")
-    soak_commands = soak.add_subparsers(dest="soak_command", required=True)
-    status = soak_commands.add_parser("status", help="progress, ETA and health of a soak")
-    status.add_argument("run_id", nargs="?", default="", help="default: the newest soak")
-    status.add_argument("--out", type=Path, default=Path("reports"))
-    resume = soak_commands.add_parser(
-        "resume", help="continue a soak from its last committed window (after a crash)")
-    resume.add_argument("run_id")
-    add_run_options(resume.add_argument, only={"site", "thresholds", "out"})
+    add_soak_commands(commands)
     add_verify_commands(commands)
     add_key_commands(commands)
     commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
@@ -219,28 +208,6 @@ def record_schema() -> dict:
     return schema
 
 
-def soak_command(args: argparse.Namespace, console: Console) -> int:
-    """`kvgate soak status` prints a soak's progress; `resume` continues it through G4."""
-    if args.soak_command == "resume":
-        # The resumed soak continues under a new run id; the old one names the soak.
-        resumed = argparse.Namespace(gate="g4", site=args.site, thresholds=args.thresholds,
-                                     out=args.out, soak_resume=args.run_id,
-                                     pytest_args=args.pytest_args)
-        return run_gates(resumed, console)
-    with Store(args.out) as store:
-        soaks = SoakStore(store)
-        run_id = args.run_id or soaks.latest()
-        plan = soaks.plan(run_id) if run_id else None
-        if plan is None:
-            console.print(f"no soak {run_id or ''} in {args.out / DB_NAME}".replace("  ", " "))
-            return EXIT_CODES[Outcome.ERROR]
-        found = soak_status(plan, soaks.windows(run_id), soaks.deviations(run_id))
-    console.print(found.line())
-    for signal, health in sorted(found.health.items()):
-        console.print(f"  {signal}: {health}")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kvgate` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -268,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "key":
             return key_command(args)
         if args.command == "soak":
-            return soak_command(args, console)
+            return soak_command(args, console, run_gates)
         if args.command == "inventory":
             return inventory_command(args.site, args.json)
         if args.command == "model":
@@ -279,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
             return sim_serve(args)
         return run_gates(args, console)
     except ConfigError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]configuration error:[/] {exc}",
-                                                   highlight=False)
+        # The message is text, not markup: "[profiles]" and "[site]" must reach the user.
+        Console(stderr=True, soft_wrap=True).print(f"[red]configuration error:[/] "
+                                                   f"{escape(str(exc))}", highlight=False)
         return EXIT_CODES[Outcome.ERROR]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .core import LoadedFile, Site, Thresholds, in_checkout, load_site, load_thresholds, shipped
+from .core import LoadedFile, Site, Thresholds, in_checkout, load_config, shipped
 
 
 @dataclass
@@ -117,9 +117,9 @@ class RunConfig:
         if _embedded_default(th_path, DEFAULTS.thresholds):
             th_path = shipped("thresholds.toml")
             embedded.append(str(th_path))
-        site, site_file = load_site(site_path, base)
-        thresholds, thresholds_file = load_thresholds(th_path, site.site.limits_profile)
-        return cls(site, site_file, thresholds, thresholds_file, embedded)
+        # The site's limits profile and the checks that need both files (G2's concurrency
+        # against the workload's probe requests) are refused here, before anything runs.
+        return cls(*load_config(site_path, th_path, base), embedded)
 
 
 def _embedded_default(path: Path, default: Path) -> bool:

@@ -20,6 +20,7 @@ from .model import SHIPPED_CATALOG
 from .options import RunConfig, RunOptions, add_run_options
 from .report import format_value, write_summary
 from .session import GateSession
+from .storage import TargetBusy
 
 MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
            **{g: f"a check of {GATE_TITLES[g]}" for g in GATES}}
@@ -94,6 +95,8 @@ def gate_session(config: pytest.Config) -> GateSession:
             session = GateSession.open(options, preset.config if preset else None)
         except ConfigError as exc:
             pytest.exit(f"configuration error: {exc}", returncode=2)
+        except TargetBusy as exc:  # its own line says who holds the target and what to do
+            pytest.exit(str(exc), returncode=2)
         except (FileExistsError, ValueError, sqlite3.Error) as exc:
             pytest.exit(f"cannot start the run in {options.out}: {exc}", returncode=2)
         config.stash[SESSION_KEY] = session

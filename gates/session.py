@@ -30,6 +30,7 @@ from .core import (
 from .engines import EngineRun, choose_engine
 from .options import RunConfig, RunOptions
 from .report import ReportContext, Signer, arm_row, configured_signer, retest_rows, write_reports
+from .storage import TargetLock, lock_target
 from .store import Store, new_run_id, utc_now
 
 
@@ -85,6 +86,7 @@ class GateSession:
     served: dict[str, dict[str, tuple[str, bool]]] = field(default_factory=dict)
     tables: dict[str, dict[str, Table]] = field(default_factory=dict)  # gate: title: table
     signer: Signer | None = None  # the performer's key; None: records are written unsigned
+    target_lock: TargetLock | None = None  # held from open() until finish()
 
     @classmethod
     def open(cls, options: RunOptions, config: RunConfig | None = None) -> GateSession:
@@ -93,13 +95,24 @@ class GateSession:
         site, site_file = config.site, config.site_file
         thresholds, thresholds_file = config.thresholds, config.thresholds_file
         signer = configured_signer()  # a bad $KVGATE_SIGNING_KEY stops the run before it starts
-        store = Store(options.out)
         run_id = options.run_id or new_run_id()
+        # One run at a time on a target, for the run's whole length (TargetBusy says who has it).
+        lock = lock_target(site.target, run_id, utc_now(), site.fio.binary)
+        try:
+            store = Store(options.out)
+        except BaseException:
+            if lock:
+                lock.release()
+            raise
         session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
-        session.signer = signer
+        session.signer, session.target_lock = signer, lock
         session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
                                  "platform": platform.platform(),
                                  "kvgate commit": source_commit()}
+        if options.soak_resume and options.soak_resume == run_id and store.run(run_id):
+            # `kvgate soak resume`: G4 goes on in the run its soak began in, which exists.
+            (store.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
+            return session
         store.begin_run(run_id, site.site.name, site_sha256=site_file.sha256,
                         thresholds_revision=thresholds.meta.revision,
                         thresholds_sha256=thresholds_file.sha256,
@@ -197,9 +210,15 @@ class GateSession:
         return ChecklistStore(self.store).answers(self.options.checklist_id, gate)
 
     def finish(self) -> list[tuple[GateRecord, dict[str, Path]]]:
-        """Build, store and report a record for every gate that recorded anything."""
-        for gate in sorted(self.started):
-            self.finish_gate(gate)
+        """Build, store and report a record for every gate that recorded anything; the run
+        then lets its target go."""
+        try:
+            for gate in sorted(self.started):
+                self.finish_gate(gate)
+        finally:
+            if self.target_lock:
+                self.target_lock.release()
+                self.target_lock = None
         return [self.finished[g] for g in sorted(self.finished)]
 
     def finish_gate(self, gate: str) -> None:

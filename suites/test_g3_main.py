@@ -27,7 +27,8 @@ def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight,
     kvgate.tables["g3"] = {G3["g3.evidence_chain"].name(c): evidence_table(signals)
                            for c, signals in chains.items()}
     out = g3_measurements(g3_reference.reps, g3_candidate.reps, recompute,
-                          kvgate.thresholds.g3, kvgate.thresholds.decision, chains)
+                          kvgate.thresholds.g3, kvgate.thresholds.decision, chains,
+                          kv_bytes_per_token=g3_proof[1])
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")
@@ -81,5 +82,6 @@ def test_outputs_match_recompute(g3_correctness, kvgate, check):
             return check(declared.blocked(runs.blocked))
         if runs.error:
             return check(declared.error(runs.error))
-    check(correctness(candidate.reps[0], recompute.reps[0],
-                      kvgate.thresholds.g3.correctness_tokens))
+    limits = kvgate.thresholds.g3
+    check(correctness(candidate.reps[0], recompute.reps[0], limits.correctness_tokens,
+                      limits.correctness_logprob_gap_max))

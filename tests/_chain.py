@@ -34,10 +34,12 @@ PASSING = {
 }
 
 
-def sealed_page(title):
-    """A minimal report page carrying a valid seal."""
-    return seal(f"<!DOCTYPE html><html><body><h1>{title}</h1><p>{seal_placeholder()}</p>"
-                "</body></html>")[0]
+def write_report(folder, gate, title):
+    """<gate>.html (sealed) and <gate>.html.seal beside it, as write_reports writes them."""
+    html, digest = seal(f"<!DOCTYPE html><html><body><h1>{title}</h1><p>{seal_placeholder()}"
+                        "</p></body></html>")
+    (folder / f"{gate}.html").write_text(html)
+    (folder / f"{gate}.html.seal").write_text(f"{digest}  {gate}.html\n")
 
 
 # What a session writes into a G2–G4 record whose arms ran the simulator.
@@ -67,7 +69,7 @@ def add_gate(store, run_id, gate, measurements=None, cites=None, **fields):
     digest = store.save_record(record)
     body = json.loads(record.canonical_json()) | {"decision_rule": "…", "record_sha256": digest}
     (folder / f"{gate}.json").write_text(json.dumps(body, indent=2) + "\n")
-    (folder / f"{gate}.html").write_text(sealed_page(record.title))
+    write_report(folder, gate, record.title)
     return record, digest
 
 

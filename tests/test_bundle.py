@@ -98,17 +98,22 @@ def test_files_added_to_or_dropped_from_a_bundle_are_named(reports, tmp_path):
     bundle = write_bundle(reports, "b")
     src = members(bundle)
     with tarfile.open(tmp_path / "evil.tar.gz", "w:gz") as tar:
-        for name, data in [*src.items(), ("a/evidence/planted.log", b"x")]:
+        for name, data in [*src.items(), ("a/evidence/planted.log", b"x"), ("a/notes.txt", b"y")]:
             if name != "a/g2.html":
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
     _, problems = verify(tmp_path / "evil.tar.gz")
+    # Named by MANIFEST.sha256 and by the run folder's own check (what its records imply).
     assert sorted(problems) == [
         "a/evidence/planted.log: unlisted (in the bundle, but not in MANIFEST.sha256)",
         "a/evidence/planted.log: unlisted (in the evidence folder, but no record's manifest "
         "lists it)",
-        "a/g2.html: missing (listed in MANIFEST.sha256)"]
+        "a/g2.html: missing (listed in MANIFEST.sha256)",
+        "a/g2.html: missing (the report of a/g2.json)",
+        "a/notes.txt: unlisted (in the bundle, but not in MANIFEST.sha256)",
+        "a/notes.txt: unlisted (in the run folder, but not a record, report, seal file, "
+        "signature or evidence file kvgate writes there)"]
 
 
 def hostile(tmp_path, make):

@@ -58,10 +58,10 @@ def test_a_failing_step_names_the_command_and_the_log(tmp_path):
     log = tmp_path / "install.log"
     log.write_text("")
     with pytest.raises(ei.InstallError, match=r"cmake build failed \(exit 3\).*boom") as info:
-        ei._run("cmake build", ["sh", "-c", "echo boom; exit 3"], log)
+        ei.run_step("cmake build", ["sh", "-c", "echo boom; exit 3"], log)
     assert str(log) in str(info.value)
     with pytest.raises(ei.InstallError, match="cannot run 'no-such-tool-kvgate'"):
-        ei._run("cmake configure", ["no-such-tool-kvgate"], log)
+        ei.run_step("cmake configure", ["no-such-tool-kvgate"], log)
 
 
 def test_status_and_install_exit_codes(tmp_path, monkeypatch, capsys):

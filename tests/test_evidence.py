@@ -9,9 +9,13 @@ from gates.core import Outcome
 from gates.inference import (
     Agreement,
     Kind,
+    ProbeEvidence,
+    ProofContext,
     Signal,
+    StorageReads,
     chain_measurement,
     judge_chain,
+    probe_chain,
     restore_physics,
     within,
     working_set,
@@ -97,3 +101,29 @@ def test_an_unreadable_exposition_makes_the_proof_inconclusive_with_the_reason()
                              error="metrics: http://h:8000/metrics: line 3: vllm:x: bad value")
     verdict = judge_chain(probe_chain(evidence, ProofContext()))
     assert verdict.inconclusive and "line 3" in verdict.reason
+
+
+def _devices_chain(device_pct: float):
+    need = 1000 * 8192
+    p = ProbeEvidence(engine="vllm", expected_tokens=1000, kv_bytes_per_token=8192,
+                      storage_read_tokens=1000.0, gpu_hit_tokens=0.0, probe_seconds=1.0,
+                      storage=StorageReads(device_bytes=int(need * device_pct / 100)),
+                      page_cache_dropped=True, repetitions=1)
+    return probe_chain(p, ProofContext(read_fraction_min=90.0, band=(90.0, 150.0)))
+
+
+def test_devices_reading_more_than_the_probe_needed_cannot_say_yes_or_no():
+    # Another process read the same device during the probe: the engine's reads may or may
+    # not be among them, so the chain is INCONCLUSIVE (an ERROR with what to do), not a FAIL.
+    chain = _devices_chain(400.0)
+    [row] = [s for s in chain if s.signal == "block devices"]
+    assert row.agreement is Agreement.INCONCLUSIVE and "other I/O on them" in row.note
+    assert "otherwise idle" in row.note
+    assert judge_chain(chain).outcome is Outcome.ERROR
+
+
+def test_devices_reading_less_than_the_probe_needed_disagree():
+    chain = _devices_chain(20.0)
+    [row] = [s for s in chain if s.signal == "block devices"]
+    assert row.agreement is Agreement.DISAGREES
+    assert judge_chain(chain).outcome is Outcome.FAIL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gates.core import FioSettings
@@ -309,6 +311,89 @@ def test_runner_kills_the_child_when_interrupted(tmp_path):
         SubprocessRunner(tick_interval=0.05).run(
             ["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], timeout=30, on_tick=interrupt)
     assert _gone(int(pidfile.read_text()))
+
+
+PARENT = """
+import sys
+from gates.storage import SubprocessRunner
+SubprocessRunner().run(["sh", "-c", f"echo $$ > {sys.argv[1]}; exec sleep 60"], timeout=120)
+"""
+
+
+def _wait_for(found, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if result := found():
+            return result
+        time.sleep(0.1)
+    pytest.fail(f"{what} did not happen within {seconds:g} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _kill_leftovers(pids) -> None:
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+
+
+def test_the_runners_child_dies_when_kvgate_is_killed(tmp_path):
+    pidfile = tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(pidfile)])
+    child = 0
+    try:
+        child = _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip()
+                          and int(pidfile.read_text()), 30, "the child starting")
+        assert _alive(child)
+        parent.kill()  # kill -9: no handler, no finally of kvgate's runs
+        parent.wait(timeout=10)
+        _wait_for(lambda: not _alive(child), 5, f"the child {child} ending with its parent")
+    finally:
+        parent.kill()
+        _kill_leftovers([child] if child else [])
+
+
+def _fio_under(kvgate: psutil.Process) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return [p for p in kvgate.children(recursive=True) if p.name() == "fio"]
+    return []
+
+
+@needs_fio
+def test_kill_9_of_kvgate_during_g1_leaves_no_fio(tmp_path, repo, tiny_site):
+    """The reported case: kvgate killed mid-job, fio must not go on writing the target."""
+    # A long job that steady state cannot end early: without the fix fio would run 60 s more.
+    site = tiny_site(tmp_path / "target")
+    assert 'runtime = "7s"' in site and 'criterion = "bw:50%"' in site
+    site = site.replace('runtime = "7s"', 'runtime = "60s"').replace(
+        'criterion = "bw:50%"', 'criterion = "bw:0.001%"')
+    (tmp_path / "site.toml").write_text(site)
+    kvgate = subprocess.Popen([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                               str(tmp_path / "site.toml"), "--thresholds",
+                               str(repo / "thresholds.toml"), "--out", str(tmp_path / "reports")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: set[int] = set()
+    try:
+        parent = psutil.Process(kvgate.pid)
+
+        def seqread_workers():
+            fio = _fio_under(parent)
+            seen.update(p.pid for p in fio)
+            return len(fio) >= 2 and any("fio-seqread" in " ".join(p.cmdline()) for p in fio)
+
+        _wait_for(seqread_workers, 120, "fio's sequential-read job (with its worker) starting")
+        kvgate.kill()
+        kvgate.wait(timeout=10)
+        _wait_for(lambda: not any(map(_alive, seen)), 5,
+                  f"every fio process of the killed run ({sorted(seen)}) ending")
+    finally:
+        kvgate.kill()
+        _kill_leftovers(seen)
 
 
 # ---- real fio ---------------------------------------------------------------------------

@@ -1,14 +1,26 @@
-"""The pure G1 rules on recorded fio reports (tests/data/fio/)."""
+"""The pure G1 rules on recorded fio reports (tests/data/fio/); then the other-I/O deviation
+of a real G1 run while another process writes to the target's device."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gates.core import Ceilings, G1Limits, Outcome, bandwidth_unit
-from gates.storage import FioReport, StepOutcome, parse_fio_json, percentile_from_bins
+from gates.storage import (
+    FioReport,
+    StepOutcome,
+    parse_fio_json,
+    percentile_from_bins,
+    watched_device,
+)
 from gates.storage import g1 as _g1
 
 DATA = Path(__file__).parent / "data" / "fio"
@@ -290,3 +302,69 @@ def test_every_rule_reports_an_error_with_its_name_and_limit(failed):
         assert bad.value is None
         assert bad.note == (failed.error or "fio produced no report")
         assert bad.evidence == ["evidence/fio-x.log"]
+
+
+# ---- other I/O on the target's device during a job ---------------------------------------
+
+MiB = 1024**2
+SEQREAD_BYTES = report("seqread_1m.json").jobs[0].read.io_bytes
+
+
+def test_other_io_beyond_what_fio_did_is_a_deviation():
+    fio = report("seqread_1m.json")
+    text = _g1.other_io("Sequential read, 1 MiB", "nvme1n1",
+                        (SEQREAD_BYTES + 3 * MiB, 700 * MiB), fio)
+    assert text.startswith("other I/O on the target's device nvme1n1 during 'Sequential read, "
+                           "1 MiB': 703 MiB that fio did not do (read 3 MiB, written 700 MiB")
+    assert "another process used the device" in text and "direct = false" not in text
+    assert "direct = false" in _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, 700 * MiB), fio,
+                                            buffered=True)
+
+
+def test_noise_and_what_fio_itself_did_are_not_a_deviation():
+    fio = report("seqread_1m.json")
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, 8 * MiB), fio) == ""  # the journal
+    share = int(SEQREAD_BYTES * _g1.OTHER_IO_SHARE)  # up to 10 % of fio's bytes is noise
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share), fio) == ""
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share + MiB), fio) != ""
+    # the page cache served some reads: fewer device reads than fio's are no other I/O
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES // 2, 0), fio) == ""
+
+
+def test_other_io_needs_a_device_counters_and_a_report():
+    fio = report("seqread_1m.json")
+    assert _g1.other_io("x", "", (0, 10**12), fio) == ""
+    assert _g1.other_io("x", "vda", None, fio) == ""
+    assert _g1.other_io("x", "vda", (0, 10**12), None) == ""
+
+
+@pytest.mark.skipif(shutil.which("fio") is None or shutil.which("dd") is None,
+                    reason="needs fio and dd")
+def test_a_g1_run_records_another_process_writing_to_its_device(tmp_path, repo, tiny_site):
+    """The reported case, two loads on one array: G1 says the device was shared."""
+    device, why = watched_device(tmp_path)
+    if not device:
+        pytest.skip(why)
+    other = tmp_path / "other"  # same filesystem, outside the target, ours to write
+    other.mkdir()
+    writer = subprocess.Popen(
+        ["sh", "-c", "while :; do dd if=/dev/zero of=blob bs=1M count=64 oflag=direct "
+         "conv=notrunc status=none || exit 1; done"], cwd=other, start_new_session=True)
+    try:
+        site = tiny_site(tmp_path / "target")
+        assert "[fio]\n" in site and "latency_runtime" not in site
+        site = site.replace("[fio]\n", '[fio]\nlatency_runtime = "2s"\n')
+        (tmp_path / "site.toml").write_text(site)
+        done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                               str(tmp_path / "site.toml"), "--thresholds",
+                               str(repo / "thresholds.toml"), "--out", str(tmp_path / "reports")],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=10)
+    assert writer.returncode != 1, "dd could not write to the filesystem with O_DIRECT"
+    [record_file] = (tmp_path / "reports").glob("*/g1.json")
+    deviations = json.loads(record_file.read_text())["deviations"]
+    lines = [d for d in deviations if d.startswith(f"other I/O on the target's device {device} ")]
+    assert lines, (deviations, done.stdout[-2000:])
+    assert all("MiB that fio did not do" in d and "written" in d for d in lines)

@@ -1,17 +1,24 @@
 """G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
 
 from gates.core import Decision, G2Limits, G3Limits, Outcome
-from gates.inference import PROOF_FAILED, Repetition, correctness, g2_measurements, g3_measurements
+from gates.inference import (
+    PROOF_FAILED,
+    Repetition,
+    correctness,
+    g2_measurements,
+    g3_measurements,
+    storage_proof,
+)
 
 
 def rep(arm, i, ttft, tput, c=8, errors=0, read=None, gpu=0.0, expected=1000, fit=True,
-        outputs=None):
+        outputs=None, logprobs=None):
     return Repetition(arm=arm, concurrency=c, repetition=i, ttfts=[ttft * f for f in
                                                                    (0.9, 1.0, 1.1)],
                       output_throughput=tput, sent=3, errors=errors,
                       storage_read_tokens=expected if read is None else read,
                       gpu_hit_tokens=gpu, expected_kv_tokens=expected, restore_gbps=1.5,
-                      fit=fit, outputs=outputs or {})
+                      fit=fit, outputs=outputs or {}, logprobs=logprobs or {})
 
 
 def by_name(measurements):
@@ -106,6 +113,31 @@ def test_correctness_names_the_mismatching_context():
     m = correctness(bad, good, 3)
     assert m.outcome is Outcome.FAIL and "probe-ctx-0001" in m.note and m.value == 1
     assert correctness(bad, good, 1).outcome is Outcome.PASS  # only the first token compared
+    assert "first differs at output token 1: 9 vs 5" in m.note
+
+
+def test_correctness_compares_logprobs_where_both_arms_sent_them():
+    ids = {"probe-ctx-0000": [1, 2, 3]}
+    ref = rep("recompute", 0, 1, 1, outputs=ids,
+              logprobs={"probe-ctx-0000": [-7.5, -7.6, -7.4]})
+    near = rep("candidate", 0, 1, 1, outputs=ids,
+               logprobs={"probe-ctx-0000": [-7.5, -7.61, -7.4]})
+    off = rep("candidate", 0, 1, 1, outputs=ids,
+              logprobs={"probe-ctx-0000": [-7.5, -7.6, -9.9]})
+    m = correctness(near, ref, 3, gap_max=0.1)
+    assert m.outcome is Outcome.PASS and "largest logprob gap 0.0100 over 3 tokens" in m.note
+    # Same greedy ids, but the third token's logprob moved by 2.5: not the KV that was stored.
+    m = correctness(off, ref, 3, gap_max=0.1)
+    assert m.outcome is Outcome.FAIL and m.value == 1
+    assert "first differs at output token 2: 3 vs 3, logprob gap 2.5000" in m.note
+    assert correctness(off, ref, 2, gap_max=0.1).outcome is Outcome.PASS
+
+
+def test_correctness_without_token_ids_fails_and_says_so():
+    ref = rep("recompute", 0, 1, 1, outputs={"probe-ctx-0000": [1, 2]})
+    none = rep("candidate", 0, 1, 1, outputs={"probe-ctx-0000": []})
+    m = correctness(none, ref, 2)
+    assert m.outcome is Outcome.FAIL and "no output token ids" in m.note
 
 
 def test_device_reads_prove_the_disk_was_read():
@@ -196,3 +228,20 @@ def test_cpu_use_between_two_snapshots():
     # 20 core-seconds: the engine 5, kvgate 1, the other 10 are someone else's.
     assert (use.engine_pct, use.own_pct, use.other_pct) == (25.0, 5.0, 50.0)
     assert use.engine_wait_ms == 3000.0
+
+
+def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_probes_needed():
+    # vLLM counts tokens, not bytes: the devices and the process tree are compared with the
+    # expected tokens x the KV bytes per token, as the evidence chain does.
+    cand = [rep("candidate", i, 1, 1, expected=4096).model_copy(update={
+        "storage_read_bytes": None, "device_read_bytes": 4096 * 8192 + 2**20,
+        "process_read_bytes": 4096 * 8192 + 4096}) for i in range(2)]
+    ms = by_name(storage_proof(1, cand, G3Limits(), kv_bytes_per_token=8192))
+    disk = ms["KV devices' read bytes vs the engine's storage reads @ concurrency 1"]
+    own = ms["Engine process's storage reads vs its KV restores @ concurrency 1"]
+    assert disk.outcome is Outcome.PASS and round(disk.value, 1) == 103.1, disk
+    assert "the KV the probes needed (8,192 B/token)" in disk.note
+    assert own.outcome is Outcome.PASS and round(own.value, 2) == 100.01, own
+    unknown = by_name(storage_proof(1, cand, G3Limits()))
+    assert unknown["KV devices' read bytes vs the engine's storage reads @ concurrency 1"] \
+        .outcome is Outcome.ERROR

@@ -68,6 +68,14 @@ def test_loadgen_against_a_dead_endpoint_says_so_and_exits_2():
     assert done.returncode == 2 and "127.0.0.1" in done.stderr
 
 
+def test_a_failed_model_lookup_is_one_unwrapped_line_naming_the_url():
+    url = f"http://127.0.0.1:{free_port()}/" + "a-base-path-long-enough-to-wrap-at-80-columns" * 2
+    done = loadgen("--url", url)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr
+    assert f"GET {url}/v1/models: cannot connect" in lines[0] and "--model NAME" in lines[0]
+
+
 def test_loadgen_shared_prefix_open_loop(simulator):
     done = loadgen("--url", simulator, "--workload", "shared-prefix", "--requests", "8",
                    "--context-tokens", "64", "--rate", "50")

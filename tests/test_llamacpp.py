@@ -13,14 +13,12 @@ import pytest
 from aiohttp import web
 
 from gates.engines.llamacpp import (
-    drop_page_cache,
     parse_slot_result,
-    process_read_bytes,
     run_slot_cold_recovery,
     slot_attribution,
     slot_file,
 )
-from gates.inference import MARKER, Endpoint, LoadSettings, PhaseError, cold_recovery, parse_metrics
+from gates.inference import Endpoint, LoadSettings, PhaseError, cold_recovery, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "llamacpp"
 RESTORE_DELAY = 0.2  # s the double takes to restore: it must show in the probe's TTFT
@@ -115,7 +113,7 @@ def test_the_probe_restores_each_context_from_its_slot_file(tmp_path):
     assert a.storage_read_tokens == 3 * 64 and a.storage_read_bytes == 3 * 64 * 16
     assert a.gpu_hit_tokens == 0 and a.cached_tokens == 3 * 64
     assert cold.storage_read_tokens() == cold.expected_kv_tokens == 3 * 64
-    assert "posix_fadvise(DONTNEED) after fsync on 3 slot files" in cold.page_cache
+    assert "posix_fadvise(DONTNEED) after fsync on 3 KV files" in cold.page_cache
     assert set(cold.probe_read_bytes) == {f"probe-ctx-000{i}" for i in range(3)}
 
 
@@ -137,21 +135,6 @@ def test_eviction_none_leaves_the_slots_but_the_probe_still_restores(tmp_path):
 def test_fewer_slots_than_the_concurrency_is_refused(tmp_path):
     with pytest.raises(PhaseError, match="1 slots, fewer than concurrency 2.*--parallel 2"):
         asyncio.run(serve(tmp_path, slots=1))
-
-
-def test_drop_page_cache_touches_only_slot_files(tmp_path):
-    (tmp_path / MARKER).write_text("marker")
-    (tmp_path / "ctx-0000.bin").write_bytes(b"x" * 4096)
-    (tmp_path / "sub").mkdir()
-    said = drop_page_cache(tmp_path)
-    assert said.startswith("posix_fadvise(DONTNEED) after fsync on 1 slot files (0.0 MB)")
-
-
-def test_process_read_bytes(tmp_path):
-    (tmp_path / "42").mkdir()
-    (tmp_path / "42" / "io").write_text("rchar: 10\nread_bytes: 4096\nwrite_bytes: 0\n")
-    assert process_read_bytes(42, tmp_path) == 4096
-    assert process_read_bytes(43, tmp_path) is None and process_read_bytes(None) is None
 
 
 def test_slot_attribution_from_recorded_counters_and_restore():

@@ -3,13 +3,15 @@
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import dataclass
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from gates.core import RequestOutcome
-from gates.inference import Endpoint, LoadSettings, payload, release_times, run_phase
+from gates.inference import Endpoint, LoadSettings, payload, release_times, run_phase, send
 
 
 @dataclass
@@ -77,6 +79,9 @@ class Server:
 
     async def do_garbage(self, request):
         return await self._stream(request, [chunk("a"), b"data: {not json\n\n"])
+
+    async def do_trickle(self, request):
+        return await self._stream(request, [b": keep-alive\n\n"] * 200, pause=0.05)
 
     async def do_drop(self, request):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -162,6 +167,35 @@ def test_refused_connection_is_an_http_error_naming_the_host():
     assert "127.0.0.1:9" in record.error and record.status is None
 
 
+def test_a_server_that_never_answers_times_out_naming_host_path_and_timeout():
+    async def main():
+        async def swallow(reader, writer):
+            with contextlib.suppress(ConnectionError):
+                await reader.read()  # never a byte back
+            writer.close()
+
+        server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            result = await run_phase([Req("r0", [1])], [Endpoint(url=f"http://127.0.0.1:{port}",
+                                                                 model="x")],
+                                     LoadSettings(stall_timeout=0.3))
+        return port, result.records
+
+    port, [record] = asyncio.run(main())
+    assert record.outcome is RequestOutcome.TIMEOUT
+    assert record.error == (f"POST 127.0.0.1:{port}/v1/completions: timeout: no data for 0.3 s "
+                            "(stall_timeout)")
+
+
+def test_a_stream_that_never_ends_hits_the_request_timeout_and_says_so(server):
+    [record] = run(server, ["trickle"], LoadSettings(stall_timeout=5, request_timeout=0.5))
+    assert record.outcome is RequestOutcome.TIMEOUT
+    assert record.error.startswith("POST 127.0.0.1:")
+    assert "/v1/completions: timeout: " in record.error
+    assert "not finished within 0.5 s (request_timeout)" in record.error
+
+
 def test_mixed_faults_add_up_to_the_requests_sent(server):
     models = ["ok", "fail", "ok", "nodone", "garbage", "ok", "fail"]
     records = run(server, models)
@@ -185,6 +219,29 @@ def test_closed_loop_never_exceeds_the_concurrency(server):
     assert all(r.ok for r in result.records)
     assert max(r.queue_time for r in result.records) > 0  # some waited for a slot
     assert result.wall >= max(r.t0 + r.e2e for r in result.records)
+
+
+def test_a_server_keeping_connections_alive_needs_no_reconnect(server):
+    async def main():
+        async with serving(server) as url:
+            return await run_phase([Req(f"r{i}", [i]) for i in range(12)],
+                                   [Endpoint(url=url, model="ok")], LoadSettings(concurrency=3))
+
+    result = asyncio.run(main())
+    assert all(r.ok and r.reconnects == 0 for r in result.records)
+    check = result.self_check
+    assert check.reconnects == 0 and check.notes == []
+    assert check.other_cpu_pct is not None and check.own_cpu_pct is not None
+
+
+def test_send_on_a_plain_session_sends_once(server):
+    async def main():
+        async with serving(server) as url, aiohttp.ClientSession() as session:
+            return await send(session, Endpoint(url=url, model="ok"), Req("r0", [1]),
+                              LoadSettings(), time.perf_counter_ns())
+
+    record = asyncio.run(main())
+    assert record.ok and record.reconnects == 0 and len(server.bodies) == 1
 
 
 def test_release_times_for_each_mode():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gates.core import UnitError, parse_rate
-from gates.sim import bandwidth
+from gates.sim import bandwidth, get_profile, paced_profile
 
 REPO = Path(__file__).resolve().parent.parent
 # Generous bounds: the machine running the tests may be busy; nothing here is a timing check.
@@ -52,15 +52,28 @@ def test_help_shows_the_options_and_examples():
     done = python("-m", "gates.sim", "--help")
     assert done.returncode == 0, done.stderr
     for text in ("--profile", "--kv-dir", "--host", "--port", "--faults", "--read-limit",
-                 "examples:", "python -m gates.sim --profile tiny --kv-dir /tmp/kv --port 8000"):
+                 "--prefill-tokens-per-s", "examples:",
+                 "python -m gates.sim --profile tiny --kv-dir /tmp/kv --port 8000"):
         assert text in done.stdout
 
 
-@pytest.mark.parametrize("flag, value", [("--read-limit", "bogus"), ("--faults", '{"nope": 1}')])
+@pytest.mark.parametrize("flag, value", [("--read-limit", "bogus"), ("--faults", '{"nope": 1}'),
+                                         ("--prefill-tokens-per-s", "0")])
 def test_bad_fault_settings_exit_2_without_a_traceback(flag, value):
     done = python("-m", "gates.sim", flag, value)
     assert done.returncode == 2 and "bad --faults or --read-limit" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_paced_profile_changes_the_prefill_speed_alone():
+    tiny = get_profile("tiny")
+    paced = paced_profile("tiny", 2000)
+    assert paced.prefill_tokens_per_s == 2000
+    assert paced.model_dump() | {"prefill_tokens_per_s": tiny.prefill_tokens_per_s} == \
+        tiny.model_dump()
+    assert paced_profile("tiny", None) == tiny
+    with pytest.raises(ValueError):
+        paced_profile("tiny", -5)
 
 
 @pytest.mark.parametrize("text", ["20MB/s", "20 MB/s", "800MiB/s", "5.2 GB/s", ".5GB/s",
@@ -91,7 +104,8 @@ def test_standalone_simulator_serves_health_models_and_metrics(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "gates.sim", "--profile", "tiny", "--kv-dir",
-                             str(tmp_path / "kv"), "--port", str(port)], cwd=REPO,
+                             str(tmp_path / "kv"), "--port", str(port),
+                             "--prefill-tokens-per-s", "2000"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -109,6 +123,8 @@ def test_standalone_simulator_serves_health_models_and_metrics(tmp_path):
         status, _, body = get(url + "/metrics")
         assert status == 200 and "kvgate_sim_storage_read_bytes_total" in body
         assert "vllm:prompt_tokens_total" in body
+        status, _, body = get(url + "/sim/info")
+        assert status == 200 and json.loads(body)["profile"]["prefill_tokens_per_s"] == 2000
     finally:
         proc.terminate()  # our own child, by its handle
         try:

@@ -17,10 +17,13 @@ from gates.storage import (
     DeviceFacts,
     TargetError,
     check_directory,
+    device_bytes,
     device_facts,
+    ensure_directory,
     raw_device_refusal,
     resolve_target,
     vet_filenames,
+    watched_device,
 )
 
 MiB = 1024**2
@@ -342,3 +345,63 @@ def test_the_candidates_kv_must_live_on_the_targets_filesystem(tmp_path):
         pytest.skip("no second filesystem (/dev/shm) beside the test's tmp folder")
     why = foreign_filesystem(shm / "kv", tmp_path)
     assert "another filesystem" in why and str(tmp_path) in why
+
+
+# ---- the device whose counters show other I/O on the target ------------------------------
+
+def test_ensure_directory_creates_only_what_check_directory_would(tmp_path):
+    made = tmp_path / "made"
+    assert ensure_directory(Target(directory=made, create=True)) == made and made.is_dir()
+    with pytest.raises(TargetError, match="does not exist"):
+        ensure_directory(Target(directory=tmp_path / "absent"))
+    with pytest.raises(TargetError, match="refusing target directory"):
+        ensure_directory(Target(directory=tmp_path / "a:b", create=True))
+    assert not (tmp_path / "a:b").exists()
+
+
+def _fake_dev_block(root: Path, number: str, partition: bool) -> Path:
+    """/sys/dev/block/MAJ:MIN linking into a disk vdz (or its partition vdz1)."""
+    disk = root / "devices" / "vdz"
+    node = disk / "vdz1" if partition else disk
+    node.mkdir(parents=True)
+    if partition:
+        (node / "partition").write_text("1\n")
+    dev_block = root / "dev-block"
+    dev_block.mkdir()
+    (dev_block / number).symlink_to(node)
+    return dev_block
+
+
+@pytest.mark.parametrize("partition", [False, True])
+def test_watched_device_is_the_disk_under_the_target(tmp_path, partition):
+    st = os.stat(tmp_path)
+    number = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysfs = _fake_dev_block(tmp_path / "sys", number, partition)
+    # a partition's whole disk: I/O on its other partitions contends for the same drive
+    assert watched_device(tmp_path, sysfs) == ("vdz", "")
+
+
+def test_watched_device_says_why_there_is_none(tmp_path):
+    (tmp_path / "empty").mkdir()
+    name, why = watched_device(tmp_path, tmp_path / "empty")
+    assert name == "" and "on no local block device" in why and str(tmp_path) in why
+    name, why = watched_device(tmp_path / "gone")
+    assert name == "" and "cannot stat" in why
+
+
+def test_device_bytes_reads_sectors_from_sysfs_stat(tmp_path):
+    (tmp_path / "vdz").mkdir()
+    # read I/Os, merges, sectors, ticks; write I/Os, merges, sectors, ticks; ...
+    (tmp_path / "vdz" / "stat").write_text("  100 0 2048 10  50 0 4096 20 0 30 30\n")
+    assert device_bytes("vdz", tmp_path) == (2048 * 512, 4096 * 512)
+    assert device_bytes("absent", tmp_path) is None
+    (tmp_path / "vdz" / "stat").write_text("garbage\n")
+    assert device_bytes("vdz", tmp_path) is None
+
+
+def test_the_real_device_under_a_directory_has_counters(tmp_path):
+    name, why = watched_device(tmp_path)
+    if not name:
+        pytest.skip(why)
+    counted = device_bytes(name)
+    assert counted is not None and all(n >= 0 for n in counted)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from gates.core import (
+    MAX_DURATION,
     Duration,
     Percent,
     Rate,
@@ -82,8 +83,9 @@ def test_unknown_size_unit_lists_the_known_ones():
     ("10ns", 10e-9),
     ("1d", 86400.0),
     ("1.5s", 1.5),
-    ("30", 30.0),
     (" 8s ", 8.0),
+    ("30d", 30 * 86400.0),  # the longest a setting may hold
+    ("720h", 30 * 86400.0),
     (30, 30.0),
     (2.5, 2.5),
 ])
@@ -94,6 +96,8 @@ def test_parse_duration(text, expected):
 @pytest.mark.parametrize("bad", [
     "", "   ", "h", "5 fortnights", "72H", "-5s", "1.5.5", "30 5", "5s5", "1h30", "1e3s",
     "9" * 400 + "s",
+    "30", " 0.5 ", "0",  # a string names its unit: 30 s? 30 ms?
+    "31d", "30d1s", "99999999999999999999d",  # longer than any setting may hold
 ])
 def test_parse_duration_rejects_and_names_the_value(bad):
     with pytest.raises(UnitError) as info:
@@ -101,10 +105,20 @@ def test_parse_duration_rejects_and_names_the_value(bad):
     assert repr(bad) in str(info.value)
 
 
-@pytest.mark.parametrize("bad", [True, -1, -0.5, math.nan, math.inf])
+@pytest.mark.parametrize("bad", [True, -1, -0.5, math.nan, math.inf, MAX_DURATION + 1, 10**30])
 def test_parse_duration_rejects_bad_numbers(bad):
     with pytest.raises(UnitError):
         parse_duration(bad)
+
+
+def test_a_unitless_duration_says_how_to_write_it():
+    with pytest.raises(UnitError, match=r"'5' has no unit: .*\"5s\" or \"5ms\""):
+        parse_duration("5")
+
+
+def test_a_duration_over_30_days_names_the_limit():
+    with pytest.raises(UnitError, match=r"'40d' is longer than 30d.*write at most '30d'"):
+        parse_duration("40d")
 
 
 # ---- bandwidths ------------------------------------------------------------------------
@@ -155,13 +169,13 @@ def test_parse_rate_rejects_bad_numbers(bad):
 # ---- percentages -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("25 %", 25.0), ("25%", 25.0), ("0.5 %", 0.5), ("25", 25.0), (25, 25.0), (2.5, 2.5),
+    ("25 %", 25.0), ("25%", 25.0), ("0.5 %", 0.5), ("250 %", 250.0), (25, 25.0), (2.5, 2.5),
 ])
 def test_parse_percent(text, expected):
     assert parse_percent(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["25 percent", "25 GB", "x %", "", "-5 %"])
+@pytest.mark.parametrize("bad", ["25 percent", "25 GB", "x %", "", "-5 %", "25", "0.25"])
 def test_parse_percent_rejects_and_names_the_value(bad):
     with pytest.raises(UnitError) as info:
         parse_percent(bad)
@@ -172,6 +186,16 @@ def test_parse_percent_rejects_and_names_the_value(bad):
 def test_parse_percent_rejects_bad_numbers(bad):
     with pytest.raises(UnitError):
         parse_percent(bad)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("0.25", r"'0\.25' looks like a fraction.*write 25 % as \"25 %\" .*\"0\.25 %\""),
+    ("0.07", r"write 7 % as \"7 %\""),
+    ("25", r"'25' has no unit: .*as \"25 %\""),
+])
+def test_a_percentage_without_its_sign_says_how_to_write_it(text, says):
+    with pytest.raises(UnitError, match=says):
+        parse_percent(text)
 
 
 # ---- formatting ------------------------------------------------------------------------
@@ -222,7 +246,7 @@ def test_format_size_never_loses_the_whole_part(count):
     assert parse_size(format_size(count * TiB)) == count * TiB
 
 
-@given(st.floats(min_value=0, max_value=1e9, allow_nan=False))
+@given(st.floats(min_value=0, max_value=MAX_DURATION, allow_nan=False))
 def test_format_duration_round_trips_exactly(seconds):
     assert parse_duration(format_duration(seconds)) == seconds
 
@@ -236,7 +260,7 @@ def test_parse_size_whole_numbers_are_exact(count, unit):
     assert parse_size(f"{count} {unit}") == count * factor
 
 
-@given(st.integers(0, 1000), st.integers(0, 59), st.integers(0, 59))
+@given(st.integers(0, 719), st.integers(0, 59), st.integers(0, 59))
 def test_compound_durations_add_up(h, m, s):
     assert parse_duration(f"{h}h{m}m{s}s") == h * 3600 + m * 60 + s
 
@@ -249,7 +273,7 @@ class _Quantities(BaseModel):
 
 
 @given(st.integers(min_value=0, max_value=2**62),
-       st.floats(min_value=0, max_value=1e9, allow_nan=False),
+       st.floats(min_value=0, max_value=MAX_DURATION, allow_nan=False),
        st.floats(min_value=0, max_value=1e15, allow_nan=False),
        st.floats(min_value=0, max_value=1e4, allow_nan=False))
 def test_serialized_quantities_read_back_unchanged(size, duration, rate, percent):

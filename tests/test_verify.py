@@ -10,7 +10,7 @@ import json
 import tarfile
 
 import pytest
-from _chain import SITE, full_chain
+from _chain import SITE, full_chain, write_report
 
 from gates.cli import main
 from gates.core import GateRecord, Limit, Measurement, Outcome, UpstreamRef
@@ -48,7 +48,7 @@ def sign_records(folder, signer):
 
 
 def write_run(root, run_id, gate, upstream=None, value=12.0):
-    """A run folder as kvgate writes it: evidence, and the record JSON with its hash."""
+    """A run folder as kvgate writes it: evidence, the record JSON with its hash, its report."""
     folder = root / run_id
     (folder / "evidence").mkdir(parents=True)
     evidence = folder / "evidence" / "fio-seqread.json"
@@ -60,6 +60,7 @@ def write_run(root, run_id, gate, upstream=None, value=12.0):
     body = json.loads(record.canonical_json())
     body |= {"decision_rule": "…", "record_sha256": record.sha256()}
     (folder / f"{gate}.json").write_text(json.dumps(body, indent=2))
+    write_report(folder, gate, record.title)
     return folder, record
 
 

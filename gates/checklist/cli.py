@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..core import EXIT_CODES, GATE_TITLES, GATES, ConfigError, Outcome, load_site, load_thresholds
+from ..core import EXIT_CODES, GATE_TITLES, GATES, ConfigError, Outcome, load_config
 from ..store import DB_NAME, Store, new_run_id
 from .items import (
     AnswersFile,
@@ -122,8 +122,7 @@ def plan(args: argparse.Namespace, can_prompt: bool) -> Plan:
     thresholds = args.thresholds or Path(earlier.thresholds if earlier else "thresholds.toml")
     gates = parse_gates(args.gates) if args.gates else (earlier.gates if earlier else list(GATES))
     checklist, sha = load_checklist(checklist_path)
-    loaded, _ = load_site(site)
-    load_thresholds(thresholds, loaded.site.limits_profile)
+    load_config(site, thresholds)
     given = load_answers(args.answers) if args.answers else None
     if given is not None:
         problems = answer_problems(checklist, given, gates, _answered(args))

@@ -6,16 +6,20 @@ import argparse
 import asyncio
 import json
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import aiohttp
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
 from ..core import RequestRecord
 from ..inference import (
     PROBE,
+    SEED,
+    WARMUP,
     AttributionError,
     Endpoint,
     LoadResult,
@@ -35,6 +39,15 @@ from ..inference import (
 )
 from ..sim import SERVE_HELP, add_serve_options, serve_command, serve_examples
 from ..store import DB_NAME, Store, new_run_id
+from .loadgen_checks import (
+    base_url,
+    error_rate,
+    failures,
+    first_model,
+    percent,
+    positive,
+    positive_number,
+)
 
 LOADGEN_EXAMPLES = """examples:
   kvgate sim serve --profile tiny --kv-dir /tmp/kv --port 8000        (in one terminal)
@@ -43,7 +56,10 @@ LOADGEN_EXAMPLES = """examples:
       --workload shared-prefix --rate 4 --json run.json
   kvgate loadgen --url http://127.0.0.1:8000 --workload trace --trace mooncake.jsonl \\
       --time-scale 0.5
+exit codes: 0 ok, 1 more requests failed than --max-error-rate allows, 2 error or bad input
+(no answer to the model lookup, no request succeeded, a phase could not run)
 """
+GROUP, TURNS = 4, 4  # shared-prefix requests per group, multi-turn turns per session
 
 
 def add_inference_commands(commands: argparse._SubParsersAction) -> None:
@@ -52,7 +68,7 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
     gen = commands.add_parser("loadgen", help="drive an OpenAI-compatible endpoint and report "
                               "TTFT/TPOT/ITL/throughput and storage-read attribution",
                               epilog=LOADGEN_EXAMPLES, formatter_class=fmt)
-    gen.add_argument("--url", action="append", required=True,
+    gen.add_argument("--url", action="append", required=True, type=base_url,
                      help="base URL of an endpoint (repeat for several instances)")
     gen.add_argument("--model", default="", help="model name (default: the first in /v1/models)")
     gen.add_argument("--api", choices=["completions", "chat"], default="completions")
@@ -61,10 +77,13 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
                                             "trace"], default="cold-recovery")
     gen.add_argument("--trace", type=Path, help="Mooncake trace (JSONL) for --workload trace")
     gen.add_argument("--time-scale", type=float, default=1.0, help="trace time factor")
-    gen.add_argument("--concurrency", type=int, default=8, help="closed loop (default 8)")
-    gen.add_argument("--rate", type=float, help="open loop: requests per second instead")
+    gen.add_argument("--concurrency", type=positive, default=8, help="closed loop (default 8)")
+    gen.add_argument("--rate", type=positive_number,
+                     help="open loop: requests per second instead")
     gen.add_argument("--arrival", choices=["poisson", "constant"], default="poisson")
-    gen.add_argument("--requests", type=int, default=16, help="contexts / sessions / requests")
+    gen.add_argument("--requests", type=positive, default=16,
+                     help="contexts (cold-recovery), sessions of 4 turns (multi-turn), requests "
+                     "(shared-prefix: exactly this many, in groups of 4), trace lines at most")
     gen.add_argument("--context-tokens", type=int, default=4096)
     gen.add_argument("--question-tokens", type=int, default=64)
     gen.add_argument("--output-tokens", type=int, default=32)
@@ -73,7 +92,14 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--engine", default="auto", help="metrics adapter (default: detect)")
     gen.add_argument("--evict", choices=["reset", "flood", "none"], default="reset")
-    gen.add_argument("--stall-timeout", type=float, default=60.0)
+    gen.add_argument("--stall-timeout", type=positive_number, default=60.0,
+                     help="seconds without a byte (connect, headers, stream) before a request "
+                     "or the model lookup times out (default 60)")
+    gen.add_argument("--request-timeout", type=positive_number, default=None,
+                     help="seconds a whole request may take (default: unbounded)")
+    gen.add_argument("--max-error-rate", type=error_rate, default=Fraction(0),
+                     help="failed requests allowed, a fraction (0.05) or a percentage (5%%) of "
+                     "every request sent; above it the run exits 1 (default 0: any failure)")
     gen.add_argument("--json", type=Path, help="write the records and summary here")
     gen.add_argument("--out", type=Path, help="also stream every request into the store here "
                      "(kvgate.sqlite), as it finishes")
@@ -102,38 +128,52 @@ def build_plan(args: argparse.Namespace) -> Plan:
     if args.workload == "cold-recovery":
         return cold_recovery(n, args.context_tokens, args.question_tokens, out, seed, vocab,
                              chunk_tokens=args.chunk_tokens)
-    if args.workload == "shared-prefix":
-        return shared_prefix(max(1, n // 4), 4, args.context_tokens, args.question_tokens, out,
-                             seed, vocab)
+    if args.workload == "shared-prefix":  # exactly n: the last group holds what is left
+        return shared_prefix(-(-n // GROUP), GROUP, args.context_tokens, args.question_tokens,
+                             out, seed, vocab, total=n)
     if args.workload == "multi-turn":
-        return multi_turn(n, 4, args.context_tokens, args.question_tokens, out, seed, vocab)
+        return multi_turn(n, TURNS, args.context_tokens, args.question_tokens, out, seed, vocab)
     if args.trace is None:
         raise WorkloadError("--workload trace needs --trace FILE")
     return mooncake_replay(args.trace.read_text(), seed, vocab, time_scale=args.time_scale,
                            max_requests=n)
 
 
-async def _first_model(url: str) -> str:
-    async with aiohttp.ClientSession() as session, session.get(
-            url.rstrip("/") + "/v1/models", timeout=aiohttp.ClientTimeout(total=30)) as r:
-        data = await r.json()
-        return data["data"][0]["id"]
+def announce(args: argparse.Namespace, plan: Plan) -> str:
+    """What will be sent, said before sending: the workload's shape may not be --requests."""
+    n = len(plan.phase(PROBE))
+    if args.workload == "cold-recovery":
+        return (f"sending {n} probe requests, one per context, after "
+                f"{len(plan.phase(WARMUP))} warm-up and {len(plan.phase(SEED))} seed requests")
+    if args.workload == "shared-prefix":
+        groups = plan.params["groups"]
+        last = n - GROUP * (groups - 1)
+        return (f"sending {n} requests: {groups} groups of {GROUP} sharing a "
+                f"{args.context_tokens}-token prefix" + (f", the last of {last}"
+                                                          if last != GROUP else ""))
+    if args.workload == "multi-turn":
+        return f"sending {n} requests: {args.requests} sessions x {TURNS} turns"
+    short = f", not {args.requests}: the trace has no more" if n < args.requests else ""
+    return f"sending {n} requests from {args.trace}{short}"
 
 
 def _settings(args: argparse.Namespace) -> LoadSettings:
+    timeouts = dict(stall_timeout=args.stall_timeout, request_timeout=args.request_timeout)
     if args.workload == "trace":
-        return LoadSettings(mode="trace", seed=args.seed, stall_timeout=args.stall_timeout)
+        return LoadSettings(mode="trace", seed=args.seed, **timeouts)
     if args.rate:
         return LoadSettings(mode="rate", rate=args.rate, arrival=args.arrival, seed=args.seed,
-                            stall_timeout=args.stall_timeout)
-    return LoadSettings(concurrency=args.concurrency, stall_timeout=args.stall_timeout)
+                            **timeouts)
+    return LoadSettings(concurrency=args.concurrency, **timeouts)
 
 
 async def _drive(args: argparse.Namespace, plan: Plan, endpoints: list[Endpoint],
-                 progress: Progress, store: Store | None, run_id: str) -> dict:
+                 progress: Progress, store: Store | None, run_id: str,
+                 sent: list[RequestRecord]) -> dict:
     task = progress.add_task("requests", total=len(plan.requests))
 
     def tick(record: RequestRecord) -> None:
+        sent.append(record)
         progress.advance(task)
         if store:
             store.add_request(run_id, record)
@@ -146,13 +186,17 @@ async def _drive(args: argparse.Namespace, plan: Plan, endpoints: list[Endpoint]
                                          devices=args.device)
         return {"probe": result.probe, "cold_recovery": result}
     turns = sorted({r.turn for r in plan.requests}) if args.workload == "multi-turn" else [None]
-    records, wall = [], 0.0
+    records, wall, reconnects, notes = [], 0.0, 0, []
     for turn in turns:  # a session's turn k+1 extends turn k, so turns go in order
         batch = [r for r in plan.phase(PROBE) if turn is None or r.turn == turn]
         part = await run_phase(batch, endpoints, settings, tick)
         records += part.records
         wall += part.wall
-    return {"probe": LoadResult(records=records, wall=wall, self_check=part.self_check)}
+        reconnects += part.self_check.reconnects
+        notes += [n for n in part.self_check.notes if n not in notes]
+    # The last turn's judgement, with every turn's reconnects and notes (said once each).
+    check = part.self_check.model_copy(update={"reconnects": reconnects, "notes": notes})
+    return {"probe": LoadResult(records=records, wall=wall, self_check=check)}
 
 
 def _number(value: float | None) -> str:
@@ -179,9 +223,7 @@ def _print(console: Console, result: dict) -> None:
                       f"tokens of {_number(cold.expected_kv_tokens)} expected, "
                       f"{_number(read)} bytes; effective restore "
                       f"{'—' if gbps is None else f'{gbps:.3f} GB/s'}; {cold.eviction}")
-    check = probe.self_check
-    console.print("load generator self-check: " + ("fit for a gate" if check.fit else
-                                                    "UNFIT: " + "; ".join(check.reasons)))
+    console.print("load generator self-check: " + probe.self_check.line())
 
 
 def _open_store(args: argparse.Namespace, plan: Plan) -> tuple[Store | None, str]:
@@ -193,20 +235,30 @@ def _open_store(args: argparse.Namespace, plan: Plan) -> tuple[Store | None, str
 
 
 def loadgen(args: argparse.Namespace) -> int:
-    """Run the workload, print the summary table, write JSON if asked."""
-    console = Console(soft_wrap=True)
+    """Run the workload, print the summary table, write JSON if asked; exit 1 on errors."""
+    console, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
+
+    def refuse(text: str) -> int:
+        err.print(f"[red]loadgen:[/] {escape(text)}", highlight=False)
+        return 2
+
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not key:
+        return refuse(f"--api-key-env {args.api_key_env}: that environment variable is not set "
+                      "or is empty")
+    sent: list[RequestRecord] = []
     try:
-        plan = build_plan(args)
-        model = args.model or asyncio.run(_first_model(args.url[0]))
+        plan, settings = build_plan(args), _settings(args)
+        model = args.model or asyncio.run(first_model(args.url[0], key, settings))
         endpoints = [Endpoint(url=u, model=model, api=args.api, api_key=key) for u in args.url]
         store, run_id = _open_store(args, plan)
+        console.print(escape(announce(args, plan)), highlight=False)
         with Progress(BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True)) as progress:
-            result = asyncio.run(_drive(args, plan, endpoints, progress, store, run_id))
+            result = asyncio.run(_drive(args, plan, endpoints, progress, store, run_id, sent))
     except (PhaseError, WorkloadError, AttributionError, OSError, aiohttp.ClientError) as exc:
-        Console(stderr=True).print(f"[red]loadgen:[/] {exc}", highlight=False)
-        return 2
+        # A bare TimeoutError has no text: say at least what it was and whom it concerned.
+        return refuse(str(exc) or f"{type(exc).__name__} talking to {', '.join(args.url)}")
     if store:
         console.print(f"requests stored in {store.out_dir / DB_NAME} under run {run_id}")
         store.close()
@@ -216,4 +268,14 @@ def loadgen(args: argparse.Namespace) -> int:
         body["summary"] = json.loads(summarize(result["probe"].records,
                                                result["probe"].wall).model_dump_json())
         args.json.write_text(json.dumps(body, indent=2))
-    return 0 if any(r.ok for r in result["probe"].records) else 2
+    rate, lines = failures(sent)
+    for line in lines:
+        console.print(escape(line), highlight=False)
+    if not any(r.ok for r in result["probe"].records):
+        return refuse("no probe request succeeded: nothing was measured")
+    limit: Fraction = args.max_error_rate
+    if rate > limit:
+        err.print(f"[red]loadgen:[/] {percent(rate)} of the requests sent failed, above "
+                  f"--max-error-rate {percent(limit)}: FAIL", highlight=False)
+        return 1
+    return 0

@@ -16,6 +16,7 @@ from .arms import (
 from .config import (
     ConfigError,
     LoadedFile,
+    load_config,
     load_site,
     load_thresholds,
     read_document,
@@ -50,7 +51,10 @@ from .requests import (
     RequestRecord,
 )
 from .settings import (
+    FIO_MAX_IODEPTH,
+    FIO_MAX_JOBS,
     LLAMACPP_PINNED,
+    VLLM_PINNED,
     Ceilings,
     EngineChoice,
     FioSettings,
@@ -58,6 +62,7 @@ from .settings import (
     SiteInfo,
     Target,
     Topology,
+    VllmChoice,
     WorkloadSettings,
 )
 from .shipped import (
@@ -95,6 +100,7 @@ from .thresholds import (
     Thresholds,
 )
 from .units import (
+    MAX_DURATION,
     Duration,
     Percent,
     Rate,
@@ -136,6 +142,8 @@ __all__ = [
     "DutItem",
     "EXIT_CODES",
     "EngineChoice",
+    "FIO_MAX_IODEPTH",
+    "FIO_MAX_JOBS",
     "FioSettings",
     "G1",
     "G1Limits",
@@ -152,6 +160,7 @@ __all__ = [
     "LLAMACPP_PINNED",
     "Limit",
     "LoadedFile",
+    "MAX_DURATION",
     "Measurement",
     "Outcome",
     "Percent",
@@ -173,6 +182,8 @@ __all__ = [
     "Topology",
     "UnitError",
     "UpstreamRef",
+    "VLLM_PINNED",
+    "VllmChoice",
     "WorkloadSettings",
     "above_claimed_band",
     "bandwidth_unit",
@@ -187,6 +198,7 @@ __all__ = [
     "interpolate",
     "json_digest",
     "least_squares_slope",
+    "load_config",
     "load_site",
     "load_thresholds",
     "median",

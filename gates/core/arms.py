@@ -27,7 +27,7 @@ LAUNCH_HOST = "127.0.0.1"  # launched arms serve on loopback only
 TAIL_LINES = 40
 # Keys that belong to one kind only: a launch arm with urls (or the reverse) is a mistake.
 _ONLY = {"endpoint": {"urls", "metrics_urls"},
-         "launch": {"command", "env", "port", "stop_timeout"}}
+         "launch": {"command", "env", "port", "stop_timeout", "cpus"}}
 
 
 def placeholders(text: str) -> list[str]:
@@ -81,6 +81,13 @@ class Arm(Strict):
     # native offload's CPU bytes, SGLang's host pool): a tier that could hold the probe's whole
     # working set makes the storage-read proof INCONCLUSIVE. None = none, or not declared.
     cpu_tier: Size | None = None
+    # True: a fresh process for every repetition. False: one process for all of an arm's
+    # repetitions in a gate (a server that takes minutes to start), reset between them:
+    # its prefix cache emptied and its KV directory emptied.
+    fresh_each_repetition: bool = True
+    # launch: the CPU cores the engine's processes may run on (sched_setaffinity), e.g. [0] on
+    # a 2-core host so a CPU engine leaves the load generator a core; [] = all.
+    cpus: list[Annotated[int, Field(ge=0)]] = []
 
     @field_validator("engine")
     @classmethod

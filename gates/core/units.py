@@ -7,7 +7,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, ValidationInfo
 
 _NUMBER = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
 
@@ -19,7 +19,7 @@ SIZE_UNITS = {
     "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
 }
 DURATION_UNITS = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0,
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0,
     "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
 }
 # Bandwidth units: bytes per second, or bits per second for links (Gb/s, Gbit/s).
@@ -35,6 +35,17 @@ BIT_RATE_UNITS = {
 
 class UnitError(ValueError):
     """A quantity whose number or unit could not be read."""
+
+
+# The longest time a setting may hold. The longest thing kvgate times is the G4 soak (72 h
+# by default); 30 days is ten times that. A timeout beyond it is no timeout at all, and
+# "99999999999999999999d" (8.6e24 s) overflows the timers it reaches (select(): "timestamp out
+# of range for platform time_t").
+MAX_DURATION = 30 * 86400.0
+
+# Validation context key set by gates.core.config for values read from a file a person wrote:
+# there a time or a percentage must carry its unit. Code passes plain seconds and percent.
+WRITTEN = "kvgate.written"
 
 
 _DURATION_PART = re.compile(_NUMBER + r"\s*([a-zµμ]*)\s*")
@@ -85,15 +96,27 @@ def parse_size(value: int | str) -> int:
     return int((Decimal(number) * factor).to_integral_value(ROUND_HALF_UP))
 
 
+def _at_most_max_duration(seconds: float, value: object) -> float:
+    if seconds > MAX_DURATION:
+        raise UnitError(f"{value!r} is longer than 30d, the longest time a kvgate setting may "
+                        "hold (ten 72-hour soaks): write at most '30d'")
+    return seconds
+
+
 def parse_duration(value: float | int | str) -> float:
-    """Seconds from a number or a string such as "72h", "5m", "1h30m", "500us"."""
+    """Seconds from a number of seconds or a string such as "72h", "5m", "1h30m", "500us".
+
+    A string must name its unit: "5" is refused (5 s? 5 ms?). At most 30 days (MAX_DURATION).
+    """
     if isinstance(value, bool):
         raise UnitError(f"{value!r} is not a duration")
     if isinstance(value, int | float):
-        return _number(value, "duration")
+        return _at_most_max_duration(_number(value, "duration"), value)
     text = str(value).strip()
+    if re.fullmatch(_NUMBER, text):
+        raise UnitError(_no_time_unit(value, text))
     # Spaces may separate a number from its unit and one part from the next ("1h 30m"), but
-    # never join digits: "30 5" is not 305 s. Only a lone number may go without a unit.
+    # never join digits: "30 5" is not 305 s. Every part names its unit.
     parts, pos = [], 0
     while text and pos < len(text):
         match = _DURATION_PART.match(text, pos)
@@ -101,7 +124,7 @@ def parse_duration(value: float | int | str) -> float:
             break
         parts.append(match.groups())
         pos = match.end()
-    if not parts or pos < len(text) or (len(parts) > 1 and any(u == "" for _, u in parts)):
+    if not parts or pos < len(text) or any(u == "" for _, u in parts):
         raise UnitError(f"{value!r} is not a duration (write it like '72h', '5m' or '500us')")
     total = 0.0
     for number, unit in parts:
@@ -109,7 +132,12 @@ def parse_duration(value: float | int | str) -> float:
             raise UnitError(f"unknown duration unit {unit!r} in {value!r} "
                             "(use ns, us, ms, s, m, h, d)")
         total += float(number) * DURATION_UNITS[unit]
-    return _finite(total, value, "duration")
+    return _at_most_max_duration(_finite(total, value, "duration"), value)
+
+
+def _no_time_unit(value: object, number: str) -> str:
+    return (f"{value!r} has no unit: write a time with one, e.g. \"{number}s\" or "
+            f"\"{number}ms\"")
 
 
 def parse_rate(value: float | int | str) -> float:
@@ -134,15 +162,56 @@ def parse_rate(value: float | int | str) -> float:
 
 
 def parse_percent(value: float | int | str) -> float:
-    """Percent as a number: "25 %" and 25 both give 25.0."""
+    """Percent as a number: "25 %" (a string names its "%") and the number 25 give 25.0."""
     if isinstance(value, bool):
         raise UnitError(f"{value!r} is not a percentage")
     if isinstance(value, int | float):
         return _number(value, "percentage")
     number, unit = _split(str(value), "percentage", "25 %")
-    if unit not in ("%", ""):
+    if unit == "":
+        raise UnitError(_no_percent_sign(value, number))
+    if unit != "%":
         raise UnitError(f"{value!r} is not a percentage (write it like '25 %')")
     return _finite(float(number), value, "percentage")
+
+
+def _no_percent_sign(value: object, number: str) -> str:
+    """Why a percentage without "%" is refused, and how to write the one that was meant."""
+    amount = Decimal(number)
+    if 0 < amount < 1:
+        # 0.25 is a fraction: as a percentage it is 25 %, and 0.25 % needs its sign.
+        meant = _plain(float(amount * 100))
+        return (f"{value!r} looks like a fraction, not a percentage: write {meant} % as "
+                f"\"{meant} %\" (or \"{number} %\" if you mean {number} percent)")
+    return f"{value!r} has no unit: write a percentage with its sign, as \"{number} %\""
+
+
+def _bare(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _written(info: ValidationInfo) -> bool:
+    return bool(isinstance(info.context, dict) and info.context.get(WRITTEN))
+
+
+def _duration_field(value: object, info: ValidationInfo) -> float:
+    """A Duration: in a file a person wrote a bare number is refused (5 s? 5 ms?)."""
+    if _bare(value) and _written(info):
+        _number(value, "duration")  # type: ignore[arg-type]
+        raise UnitError(_no_time_unit(value, _plain_number(value)))
+    return parse_duration(value)  # type: ignore[arg-type]
+
+
+def _percent_field(value: object, info: ValidationInfo) -> float:
+    """A Percent: in a file a person wrote a bare number is refused (0.25: 25 % or 0.25 %?)."""
+    if _bare(value) and _written(info):
+        _number(value, "percentage")  # type: ignore[arg-type]
+        raise UnitError(_no_percent_sign(value, _plain_number(value)))
+    return parse_percent(value)  # type: ignore[arg-type]
+
+
+def _plain_number(value: object) -> str:
+    return str(value) if isinstance(value, int) else _plain(float(value))  # type: ignore[arg-type]
 
 
 def _plain(x: float) -> str:
@@ -185,9 +254,9 @@ def _serialize_rate(v: float) -> str:
 
 
 Size = Annotated[int, BeforeValidator(parse_size), PlainSerializer(_serialize_size)]
-Duration = Annotated[float, BeforeValidator(parse_duration), PlainSerializer(format_duration)]
+Duration = Annotated[float, BeforeValidator(_duration_field), PlainSerializer(format_duration)]
 Rate = Annotated[float, BeforeValidator(parse_rate), PlainSerializer(_serialize_rate)]
-Percent = Annotated[float, BeforeValidator(parse_percent),
+Percent = Annotated[float, BeforeValidator(_percent_field),
                     PlainSerializer(lambda v: f"{_plain(v)} %")]
 
 

@@ -1,9 +1,10 @@
-"""Which engine G2/G3 run: the installed llama.cpp server ([engine] prefer), else the [arms].
+"""Which engine G2/G3 run: the installed engine [engine] prefer names, else the site's [arms].
 
-With llama.cpp the arms are generated: the candidate keeps its KV as slot files in a directory
-inside the target (the storage under test); the baseline and the recompute arm have no KV tier,
-so after eviction they recompute every context, which is what an engine without the candidate
-tier does today. The site's [engine.workload] keys replace [workload] keys for the real engine
+With a real local engine the arms are generated: the candidate keeps its KV in files in a
+directory inside the target (the storage under test: llama.cpp's slot files, vLLM's
+ExampleConnector files); the baseline and the recompute arm have no KV tier, so after eviction
+they recompute every context, which is what an engine without the candidate tier does today.
+The engine's workload keys ([engine] workload, [engine.vllm] workload) replace [workload] keys
 (a CPU prefills ~1,000 tokens/s, not the simulator's rate).
 """
 
@@ -14,8 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..core import Arm, EngineChoice
+from ..core import Arm, EngineChoice, Site
 from .llamacpp import LlamaCppInstall, find_install
+from .vllm import CANDIDATE_DIR as VLLM_DIR
+from .vllm import VllmInstall, find_vllm, site_connector_problems, vllm_arms, workload_fit
 
 INSTALL_HINT = "kvgate engine install llamacpp"
 CANDIDATE_DIR = "kv-llamacpp-candidate"
@@ -29,7 +32,8 @@ class EngineRun(BaseModel):
     engine: str  # the report's one-line answer to "which engine?"
     real: bool
     kv_bytes_per_token: int | None = None
-    install: LlamaCppInstall | None = None
+    install: LlamaCppInstall | VllmInstall | None = None
+    tool: str = ""  # the tool-versions key the install is named under
 
 
 def server_command(install: LlamaCppInstall, choice: EngineChoice, tier: bool) -> list[str]:
@@ -58,6 +62,8 @@ def llamacpp_arms(install: LlamaCppInstall, choice: EngineChoice,
 def choose_engine(choice: EngineChoice, arms: dict[str, Arm], target: Path,
                   root: Path | None = None) -> EngineRun:
     """The real engine when preferred and installed, else the site's own arms, saying which."""
+    if choice.prefer == "vllm":
+        return _vllm_run(choice, arms, target, root)
     if choice.prefer != "llamacpp":
         return EngineRun(arms=arms, workload={}, engine=_describe(arms), real=False)
     install = find_install(choice.version, root)
@@ -69,7 +75,31 @@ def choose_engine(choice: EngineChoice, arms: dict[str, Arm], target: Path,
                      engine=f"{install.describe()}, tiny random-weight model (CPU); "
                      f"candidate KV restored from slot files in {target / CANDIDATE_DIR}",
                      real=True, kv_bytes_per_token=install.shape.kv_bytes_per_token,
-                     install=install)
+                     install=install, tool="llama.cpp")
+
+
+def _vllm_run(choice: EngineChoice, arms: dict[str, Arm], target: Path,
+              root: Path | None) -> EngineRun:
+    install = find_vllm(choice.vllm.version, root)
+    if install is None:
+        return EngineRun(arms=arms, workload={}, real=False, engine=(
+            f"{_describe(arms)}: vLLM {choice.vllm.version} is not installed (run `kvgate "
+            "engine install vllm` to measure a real vLLM)"))
+    mode = "torch.compile" if choice.vllm.compile else "eager (--enforce-eager)"
+    return EngineRun(
+        arms=vllm_arms(install, choice.vllm, target), workload=choice.vllm.workload, real=True,
+        engine=f"{install.describe()}, tiny random-weight Llama (CPU, {mode}); candidate KV "
+        f"loaded by ExampleConnector from files in {target / VLLM_DIR}",
+        kv_bytes_per_token=install.shape.kv_bytes_per_token, install=install, tool="vLLM")
+
+
+def engine_problems(site: Site, run: EngineRun) -> list[str]:
+    """Why the chosen engine cannot run the site's workload as G2/G3 will ([] = it can)."""
+    workload = site.engine_workload(run.workload)
+    if not isinstance(run.install, VllmInstall):
+        return site_connector_problems(run.arms, workload)
+    return [f"[engine.vllm] workload: {p}" for p in workload_fit(
+        workload, site.engine.vllm, run.install.shape, site.target.directory)]
 
 
 def _describe(arms: dict[str, Arm]) -> str:

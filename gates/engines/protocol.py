@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size
@@ -19,6 +20,7 @@ from ..inference import (
     cpu_snapshot,
     cpu_use,
     double_counted,
+    evict,
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
@@ -27,9 +29,23 @@ from ..inference import (
 )
 from .llamacpp import run_slot_cold_recovery
 
+# Engines behind vLLM's own API server: its completion protocol returns the output's token ids
+# and logprobs when asked (vllm/entrypoints/openai/completion/protocol.py), for correctness.
+VLLM_API = ("vllm", "lmcache", "vllm-native")
+
 
 class ProtocolError(Exception):
     """An arm could not be measured; the message names the arm, the phase and the log tail."""
+
+
+def start_arm(name: str, arm: Arm, log: Path, run_id: str,
+              kv_root: Path | None = None) -> ArmProcess:
+    """Start an arm kept for all its repetitions; ProtocolError with its log tail if it fails."""
+    try:
+        prepare_kv_dir(name, arm, kv_root)  # before the engine can write into it
+        return ArmProcess(name, arm, log, run_id=run_id).start()
+    except ArmError as exc:  # it names the arm and the phase already
+        raise ProtocolError(str(exc)) from None
 
 
 def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
@@ -48,8 +64,12 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                  on_record: Callable[[RequestRecord], None] | None = None,
                  output_tokens: int | None = None, devices: list[str] = (),
                  kv_bytes_per_token: int | None = None, interfaces: list[str] = (),
-                 rdma_devices: list[str] = ()) -> Repetition:
-    """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm."""
+                 rdma_devices: list[str] = (), process: ArmProcess | None = None) -> Repetition:
+    """Empty the arm's KV directory, start the arm, run one cold recovery, stop the arm.
+
+    A running ``process`` (start_arm) is used instead and left running, reset first: its
+    prefix cache emptied, as a fresh start would have it.
+    """
     try:
         kv = prepare_kv_dir(name, arm, kv_root)
         if kv is not None and kv_bytes_per_token:
@@ -63,10 +83,15 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
         watched = kv_devices(arm, list(devices))
         if twice := double_counted(watched):
             raise ProtocolError(f"arm '{name}': [topology] devices: {twice}")
-        with ArmProcess(name, arm, log, run_id=run_id) as process:
+        kept = process is not None
+        with nullcontext(process) if kept else ArmProcess(name, arm, log, run_id=run_id) \
+                as process:
+            settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout,
+                                    output_detail=arm.engine in VLLM_API)
+            if kept:
+                asyncio.run(evict(process.endpoints(), "reset", workload_plan(workload), settings))
             cpu_before = cpu_snapshot(process.pid)
             eviction = "reset" if workload.eviction == "restart" else workload.eviction
-            settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout)
             restart = process.restart if workload.eviction == "restart" else None
             disks = PsutilDiskCounters() if watched else None
             # NVMe-oF: the storage NICs' and RDMA ports' receive bytes carry the KV reads.
@@ -83,17 +108,19 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     workload_plan(workload, output_tokens), process.endpoints(), settings,
                     engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
                     devices=watched, evict_hook=restart, metrics_urls=process.metrics_urls(),
-                    nics=nics, block_tokens=arm.kv_block_tokens))
+                    nics=nics, block_tokens=arm.kv_block_tokens,
+                    kv_dir=kv.path if kv is not None else None, pid=process.pid))
             cpu = cpu_use(cpu_before, cpu_snapshot(process.pid))
     except (ArmError, PhaseError, AttributionError) as exc:
-        tail = ""
-        if isinstance(exc, PhaseError) and log.exists():
+        tail, said = "", process.log_path if process is not None else log
+        if isinstance(exc, PhaseError) and said is not None and said.exists():
             # The engine may have died mid-run: its own last words say why.
             tail = "\nlast lines of the engine's log:\n" + "\n".join(
-                log.read_text(errors="replace").splitlines()[-20:])
+                said.read_text(errors="replace").splitlines()[-20:])
         raise ProtocolError(f"arm '{name}' at concurrency {concurrency}, repetition {index + 1}: "
                             f"{exc}{tail}") from None
     rep = repetition(name, concurrency, index, cold).model_copy(update={"cpu": cpu})
     if kv is not None:  # where the KV really is: the files the engine left in its kv_dir
-        rep = rep.model_copy(update={"kv_dir": str(kv.path), "kv_dir_bytes": stored_bytes(kv.path)})
+        rep = rep.model_copy(update={"kv_dir": str(kv.path),
+                                     "kv_dir_bytes": stored_bytes(kv.path)})
     return rep

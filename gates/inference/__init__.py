@@ -1,40 +1,12 @@
 """Inference instruments: SSE, the load generator, metrics, workloads, phases, the proof
 (attribution), launched engines and KV directories, and the G2/G3 rules."""
 
-from .adapters import (
-    ADAPTERS,
-    QUANTITIES,
-    SIM_METRICS,
-    SIM_VLLM_ALIASES,
-)
-from .attribution import (
-    StorageAttribution,
-    attribute,
-    detect_engine,
-)
-from .chunks import (
-    DONE,
-    StreamChunk,
-    Usage,
-    classify,
-)
-from .controls import (
-    restore_physics,
-    working_set,
-)
-from .counters import (
-    StorageReads,
-    StorageSnapshot,
-    SysfsCounters,
-    double_counted,
-    storage_reads,
-)
-from .cpu import (
-    CpuSnapshot,
-    CpuUse,
-    cpu_snapshot,
-    cpu_use,
-)
+from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
+from .attribution import StorageAttribution, attribute, detect_engine
+from .chunks import DONE, StreamChunk, Usage, classify
+from .controls import restore_physics, working_set
+from .counters import StorageReads, StorageSnapshot, SysfsCounters, double_counted, storage_reads
+from .cpu import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
 from .disks import (
     AttributionError,
     DiskCounters,
@@ -54,32 +26,10 @@ from .evidence import (
     judge_chain,
     within,
 )
-from .g2g3 import (
-    correctness,
-    g2_measurements,
-    g3_chains,
-    g3_measurements,
-    level_chain,
-    starved,
-)
-from .g3proof import (
-    PROOF_FAILED,
-    device_reads,
-    process_reads,
-    storage_proof,
-)
-from .identity import (
-    SIM_HEADER,
-    ServerIdentity,
-    identify,
-    server_identity,
-)
-from .kv_dir import (
-    MARKER,
-    KvDir,
-    prepare_kv_dir,
-    stored_bytes,
-)
+from .g2g3 import correctness, g2_measurements, g3_chains, g3_measurements, level_chain, starved
+from .g3proof import PROOF_FAILED, device_reads, process_reads, storage_proof
+from .identity import SIM_HEADER, ServerIdentity, identify, server_identity
+from .kv_dir import MARKER, KvDir, prepare_kv_dir, stored_bytes
 from .loadgen import (
     READ_BUFFER,
     Endpoint,
@@ -93,41 +43,21 @@ from .loadgen import (
     run_phase,
     send,
 )
-from .metrics import (
-    SLO,
-    LoadSummary,
-    Stats,
-    chunk_gaps,
-    e2e,
-    stats,
-    summarize,
-    tpot,
-    ttft,
-)
+from .metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, stats, summarize, tpot, ttft
+from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (
     ColdRecovery,
     HttpMetrics,
     MetricsSource,
     PhaseError,
+    evict,
     run_cold_recovery,
     scrape_all,
     settle,
 )
-from .process import (
-    ArmProcess,
-    HealthProbe,
-    free_port,
-    http_status,
-    port_taken,
-)
-from .promtext import (
-    MetricSet,
-    MetricsMismatch,
-    MetricsParseError,
-    Sample,
-    add_up,
-    parse_metrics,
-)
+from .pool import Pool
+from .process import ArmProcess, HealthProbe, free_port, http_status, port_taken
+from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, add_up, parse_metrics
 from .proof import (
     ProbeEvidence,
     ProofContext,
@@ -136,26 +66,10 @@ from .proof import (
     recompute_row,
     series_label,
 )
-from .repetitions import (
-    Repetition,
-    repetition,
-)
-from .selfcheck import (
-    LOOP_LAG_P99_MAX,
-    SCHEDULE_LAG_P99_MAX,
-    LoopLagMonitor,
-    judge_self_check,
-)
-from .sse import (
-    SSEDecoder,
-    SSEEvent,
-    SSEProtocolError,
-)
-from .traces import (
-    MOONCAKE_BLOCK,
-    mooncake_replay,
-    parse_mooncake,
-)
+from .repetitions import Repetition, repetition
+from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
+from .sse import SSEDecoder, SSEEvent, SSEProtocolError
+from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
 from .workloads import (
     EVICT,
     PROBE,
@@ -208,6 +122,7 @@ __all__ = [
     "Plan",
     "PlannedLike",
     "PlannedRequest",
+    "Pool",
     "ProbeEvidence",
     "ProofContext",
     "PsutilDiskCounters",
@@ -250,8 +165,10 @@ __all__ = [
     "device_read_bytes",
     "device_reads",
     "double_counted",
+    "drop_page_cache",
     "e2e",
     "engine_evidence",
+    "evict",
     "evidence_table",
     "free_port",
     "g2_measurements",
@@ -271,6 +188,7 @@ __all__ = [
     "prepare_kv_dir",
     "probe_chain",
     "process_reads",
+    "read_bytes_delta",
     "recompute_row",
     "release_times",
     "repetition",
@@ -292,6 +210,7 @@ __all__ = [
     "stored_bytes",
     "summarize",
     "tpot",
+    "tree_read_bytes",
     "ttft",
     "within",
     "working_set",

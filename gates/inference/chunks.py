@@ -7,6 +7,7 @@ when its bytes arrive, before JSON parsing).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ class StreamChunk:
     token_ids: list[int] | None = None  # choices[0].token_ids (vLLM's return_token_ids)
     finish_reason: str | None = None
     error: str | None = None
+    logprobs: list[float] | None = None  # choices[0].logprobs.token_logprobs (completions)
 
     @property
     def is_content(self) -> bool:
@@ -70,6 +72,7 @@ def classify(data: str) -> StreamChunk:
     content = role = False
     finish: str | None = None
     token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
     for i, choice in enumerate(choices):
         where = f"choices[{i}]"
         if not isinstance(choice, dict):
@@ -93,6 +96,7 @@ def classify(data: str) -> StreamChunk:
         finish = finish or reason or None
         if i == 0:
             token_ids = _token_ids(choice.get("token_ids"), where)
+            logprobs = _logprobs(choice.get("logprobs"), where)
     text = "".join(texts)
     if text or content:
         kind: ChunkKind = "content"
@@ -100,7 +104,7 @@ def classify(data: str) -> StreamChunk:
         kind = "role"
     else:
         kind = "usage" if usage is not None else "other"
-    return StreamChunk(kind, text, usage, token_ids, finish)
+    return StreamChunk(kind, text, usage, token_ids, finish, logprobs=logprobs)
 
 
 def _kind(value: Any) -> str:
@@ -155,6 +159,19 @@ def _token_ids(ids: Any, where: str) -> list[int] | None:
     if not isinstance(ids, list) or not all(type(i) is int and i >= 0 for i in ids):
         raise SSEProtocolError(f"{where}.token_ids is not a list of token ids: {_shown(ids)}")
     return ids
+
+
+def _logprobs(value: Any, where: str) -> list[float] | None:
+    # vLLM's CompletionLogProbs (vllm/entrypoints/openai/completion/protocol.py): token_logprobs
+    # is one float per token of the chunk; chat's logprobs.content form is not read.
+    if value is None or not isinstance(value, dict) or "token_logprobs" not in value:
+        return None
+    lps = value["token_logprobs"]
+    if not isinstance(lps, list) or not all(
+            type(x) in (int, float) and math.isfinite(x) and x <= 0 for x in lps):
+        raise SSEProtocolError(f"{where}.logprobs.token_logprobs is not a list of logprobs "
+                               f"(finite, <= 0): {_shown(lps)}")
+    return [float(x) for x in lps]
 
 
 def _error_text(error: Any) -> str:

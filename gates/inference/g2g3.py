@@ -155,20 +155,57 @@ def recompute_reference(c: int, cand: list[Repetition],
     return out
 
 
-def correctness(cand: Repetition, recompute: Repetition, tokens: int) -> Measurement:
-    """Greedy outputs after a restore equal those after recompute, context by context."""
+def divergence(rid: str, cand: Repetition, recompute: Repetition, tokens: int,
+               gap_max: float | None = None) -> str:
+    """Where a context's output after a restore first differs from recompute's ("" = nowhere).
+
+    With logprobs from both arms, equal ids whose logprobs differ by more than gap_max also
+    differ: the same greedy token from a KV that is not quite the one stored.
+    """
+    a, b = cand.outputs.get(rid, [])[:tokens], recompute.outputs.get(rid, [])[:tokens]
+    if not a:
+        return f"{rid}: no output token ids (the server did not return them)"
+    lp_a, lp_b = cand.logprobs.get(rid, [])[:tokens], recompute.logprobs.get(rid, [])[:tokens]
+    # Outputs may differ in length (one stream ended early): compare what both have.
+    gaps = [abs(x - y) for x, y in zip(lp_a, lp_b, strict=False)]
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if at is None and len(a) != len(b):
+        at = min(len(a), len(b))
+    if at is None and gap_max is not None:
+        at = next((i for i, g in enumerate(gaps) if g > gap_max), None)
+    if at is None:
+        return ""
+    gap = f", logprob gap {gaps[at]:.4f}" if at < len(gaps) else ""
+    return (f"{rid}: first differs at output token {at}: "
+            f"{a[at] if at < len(a) else 'end'} vs {b[at] if at < len(b) else 'end'}{gap}")
+
+
+def logprob_gap(cand: Repetition, recompute: Repetition, tokens: int) -> float | None:
+    """Largest |logprob| difference over the first tokens of every context (None: not sent)."""
+    gaps = [abs(x - y) for rid, lps in cand.logprobs.items()
+            for x, y in zip(lps[:tokens], recompute.logprobs.get(rid, [])[:tokens],
+                            strict=False)]
+    return max(gaps) if gaps else None
+
+
+def correctness(cand: Repetition, recompute: Repetition, tokens: int,
+                gap_max: float | None = None) -> Measurement:
+    """Greedy outputs (ids, and logprobs within gap_max) after a restore equal recompute's."""
     limit = Limit.at_most(0, "contexts")
-    bad = sorted(rid for rid, ids in cand.outputs.items()
-                 if ids[:tokens] != recompute.outputs.get(rid, [])[:tokens] or not ids)
-    note = ("every probed context matched" if not bad else
-            "mismatch on " + ", ".join(bad) + ": the restored KV is not the KV that was stored")
+    bad = {rid: d for rid in sorted(cand.outputs)
+           if (d := divergence(rid, cand, recompute, tokens, gap_max))}
+    gap = logprob_gap(cand, recompute, tokens)
+    said = "" if gap is None else f"; largest logprob gap {gap:.4f} over {tokens} tokens" + (
+        "" if gap_max is None else f" (at most {gap_max:g})")
+    note = ("every probed context matched" + said if not bad else
+            "; ".join(bad.values()) + ": the restored KV is not the KV that was stored")
     return G3["g3.outputs_differing"].measured(len(bad), limit, at=tokens, note=note)
 
 
 def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
                     recompute: Sequence[Repetition], limits: G3Limits,
-                    decision: Decision,
-                    chains: dict[int, list[Signal]] | None = None) -> list[Measurement]:
+                    decision: Decision, chains: dict[int, list[Signal]] | None = None,
+                    kv_bytes_per_token: int | None = None) -> list[Measurement]:
     """Every G3 measurement per concurrency level (correctness is added by the suite).
 
     chains are the levels' evidence chains (g3_chains); without them they are built with the
@@ -191,7 +228,7 @@ def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
                 f"the G2 baseline has no concurrency {c}", at=c))
             continue
         out += gains(c, base_by[c], group, limits, decision)
-        out += storage_proof(c, group, limits)
+        out += storage_proof(c, group, limits, kv_bytes_per_token)
         out.append(G3["g3.evidence_chain"].stamp(chain_measurement("", chains[c]), c))
         if c in rec_by:
             out += recompute_reference(c, group, rec_by[c])

@@ -14,8 +14,22 @@ from .repetitions import Repetition
 PROOF_FAILED = "KV did not come from the candidate storage"
 
 
+def reference_bytes(cand: list[Repetition],
+                    kv_bytes_per_token: int | None) -> tuple[float | None, str]:
+    """What the storage side is held against: the engine's byte counter, else the KV bytes the
+    probes needed (tokens x bytes per token), as the evidence chain does; None without either."""
+    engine = [r.storage_read_bytes for r in cand]
+    if engine and all(e is not None for e in engine) and sum(engine):
+        return float(sum(engine)), "the engine's restores"
+    if kv_bytes_per_token:
+        need = sum(r.expected_kv_tokens for r in cand) * kv_bytes_per_token
+        return (float(need), f"the KV the probes needed ({kv_bytes_per_token:,} B/token)") \
+            if need else (None, "")
+    return None, ""
 
-def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Measurement]:
+
+def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
+                  kv_bytes_per_token: int | None = None) -> list[Measurement]:
     """The candidate's probe read its KV from storage, not from the GPU cache."""
     expected = sum(r.expected_kv_tokens for r in cand)
     reads = [r.storage_read_tokens for r in cand]
@@ -34,10 +48,11 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Meas
         if any(x is None for x in gpu) or not expected else \
         gpu_hits.measured(sum(gpu) / expected * 100, hits_limit, at=c,
                           note="a cold probe must not be answered by the GPU cache")
+    reference = reference_bytes(cand, kv_bytes_per_token)
     disk = device_reads(c, cand, Limit(lo=limits.storage_side_band_min,
                                        hi=limits.storage_side_band_max, unit="%",
-                                       key="g3.storage_side_band_min"))
-    own = [process_reads(c, cand, fraction_limit)] \
+                                       key="g3.storage_side_band_min"), reference)
+    own = [process_reads(c, cand, fraction_limit, reference)] \
         if all(r.process_read_bytes is not None for r in cand) else []
     for m in (read, hits, disk, *own):
         if m.outcome is Outcome.FAIL:
@@ -48,35 +63,39 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits) -> list[Meas
     return [read, hits, disk, *own]
 
 
-def device_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
-    """The KV devices' own read bytes rose by what the engine says it read (no page cache)."""
+def device_reads(c: int, cand: list[Repetition], limit: Limit,
+                 reference: tuple[float | None, str] | None = None) -> Measurement:
+    """The KV devices' own read bytes rose by what the probes read (no page cache)."""
     declared = G3["g3.device_reads"]
-    engine = [r.storage_read_bytes for r in cand]
+    engine, what = reference or reference_bytes(cand, None)
     device = [r.device_read_bytes for r in cand]
     if any(d is None for d in device):
         return declared.not_applicable("no block device to watch: name the array's devices in "
                                        "site.toml [topology] devices", at=c)
-    if any(e is None for e in engine) or not sum(engine):
-        return declared.error("the engine exposes no storage-read byte counter", limit, at=c)
-    m = declared.measured(sum(device) / sum(engine) * 100, limit, at=c,
-                          note=f"devices read {sum(device):,} bytes, the engine "
-                          f"{sum(engine):,.0f} (a page-cache hit reads no device)")
+    if not engine:
+        return declared.error("the engine exposes no storage-read byte counter and the KV "
+                              "bytes per token are unknown", limit, at=c)
+    m = declared.measured(sum(device) / engine * 100, limit, at=c,
+                          note=f"devices read {sum(device):,} bytes, {what} "
+                          f"{engine:,.0f} (a page-cache hit reads no device)")
     if limit.hi is not None and m.value > limit.hi:
         # Not a failure of the tier: other readers of the KV devices make the figure unfit.
-        other = sum(device) - sum(engine)
+        other = sum(device) - engine
         m = m.model_copy(update={"outcome": Outcome.MARGINAL, "note": (
             f"other I/O on the KV devices during the probe: {other:,.0f} bytes; {m.note}")})
     return m
 
 
-def process_reads(c: int, cand: list[Repetition], limit: Limit) -> Measurement:
-    """The engine process made the storage layer read what its restores say they read."""
+def process_reads(c: int, cand: list[Repetition], limit: Limit,
+                  reference: tuple[float | None, str] | None = None) -> Measurement:
+    """The engine's processes made the storage layer read what the probes needed."""
     declared = G3["g3.process_reads"]
-    engine = sum(r.storage_read_bytes or 0 for r in cand)
+    engine, what = reference or reference_bytes(cand, None)
     process = sum(r.process_read_bytes or 0 for r in cand)
     if not engine:
-        return declared.error("the engine reports no bytes restored", limit, at=c)
+        return declared.error("the engine reports no bytes restored and the KV bytes per "
+                              "token are unknown", limit, at=c)
     return declared.measured(process / engine * 100, limit, at=c,
-                             note=f"the process read {process:,} bytes from storage "
-                                "(/proc/PID/io read_bytes: page-cache hits do not count), its "
-                                f"restores {engine:,.0f}")
+                             note=f"the process tree read {process:,} bytes from storage "
+                                "(/proc/PID/io read_bytes: page-cache hits do not count), "
+                                f"{what} {engine:,.0f}")

@@ -6,24 +6,28 @@ Every request sent ends as exactly one RequestRecord, whatever the server does.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import json
 import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import BaseModel, Field, SecretStr
 
 from ..core import RequestOutcome, RequestRecord, percentile
 from .chunks import classify
+from .cpu import cpu_snapshot, cpu_use
+from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from .sse import SSEDecoder, SSEProtocolError
 
 STAMP = "sim_sent_ns"  # the simulator stamps each event just before writing it
 READ_BUFFER = 4 * 1024 * 1024  # 100K-token responses must not throttle on a small buffer
+# aiohttp >= 3.10 tells a connect timeout apart; 3.9 raises ServerTimeoutError for both.
+CONNECT_TIMEOUT = getattr(aiohttp, "ConnectionTimeoutError", ())
 
 
 class Endpoint(BaseModel):
@@ -51,6 +55,9 @@ class LoadSettings(BaseModel):
     stall_timeout: float = Field(default=60.0, gt=0)  # no bytes for this long = timeout
     request_timeout: float | None = None  # whole request, None = unbounded
     ignore_eos: bool = True
+    # vLLM's completion protocol (vllm/entrypoints/openai/completion/protocol.py): the output's
+    # token ids (return_token_ids) and each token's logprob (logprobs = 1), for correctness.
+    output_detail: bool = False
 
 
 class PlannedLike(Protocol):
@@ -81,6 +88,8 @@ def payload(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) ->
         body["messages"] = [{"role": "user", "content": text}]
     else:
         body["prompt"] = request.prompt
+    if settings.output_detail:
+        body |= {"return_token_ids": True, "logprobs": 1}
     return body
 
 
@@ -105,6 +114,7 @@ class ResponseStream:
         self.decoder = SSEDecoder()
         self.content_ns: list[int] = []
         self.ids: list[int] = []
+        self.logprobs: list[float] = []
         self.usage = None
         self.done = False
 
@@ -124,6 +134,7 @@ class ResponseStream:
                 self.stamp_lag = _stamp_lag(data, self.t0_ns + elapsed_ns)
             self.content_ns.append(elapsed_ns)
             self.ids.extend(chunk.token_ids or [])
+            self.logprobs.extend(chunk.logprobs or [])
         if chunk.usage is not None:
             self.usage = chunk.usage
 
@@ -134,7 +145,8 @@ def _first(value: int | None, fallback: int) -> int:
 
 def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: float,
                    stream: ResponseStream | None, outcome: RequestOutcome,
-                   status: int | None = None, error: str = "") -> RequestRecord:
+                   status: int | None = None, error: str = "",
+                   reconnects: int = 0) -> RequestRecord:
     """One request's record from its stream: TTFT, token times, usage, outcome."""
     times = [ns / 1e9 for ns in stream.content_ns] if stream else []
     usage = stream.usage if stream else None
@@ -146,31 +158,68 @@ def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: f
         output_tokens=_first(usage and usage.completion_tokens, len(times)),
         tokens_from_usage=usage is not None and usage.completion_tokens is not None,
         cached_tokens=usage.cached_tokens if usage else None,
-        output_ids=stream.ids if stream else [], outcome=outcome, status=status, error=error,
+        output_ids=stream.ids if stream else [],
+        output_logprobs=stream.logprobs if stream else [], outcome=outcome, status=status,
+        error=error, reconnects=reconnects,
         stamp_lag=stream.stamp_lag if stream else None)
 
 
-async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: PlannedLike,
+def _where(endpoint: Endpoint) -> str:
+    """host:port and path of the POST, the prefix of every error a request can end with."""
+    url = urlsplit(endpoint.post_url())
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return f"POST {url.hostname}:{port}{url.path}"
+
+
+def _timed_out(exc: TimeoutError, settings: LoadSettings) -> str:
+    stall = f"stall_timeout {settings.stall_timeout:g} s"
+    if isinstance(exc, CONNECT_TIMEOUT):
+        return f"timeout: could not connect in time ({stall})"
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return f"timeout: no data for {settings.stall_timeout:g} s (stall_timeout)"
+    if settings.request_timeout is not None:  # aiohttp's total: a plain TimeoutError
+        return f"timeout: not finished within {settings.request_timeout:g} s (request_timeout)"
+    return f"timeout ({stall}, no request_timeout)"
+
+
+async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, request: PlannedLike,
                settings: LoadSettings, origin_ns: int, queue: float = 0.0) -> RequestRecord:
-    """Send one streaming request; every way it can end becomes one outcome with its reason."""
+    """Send one streaming request; every way it can end becomes one outcome with its reason.
+
+    On a Pool, a request whose kept-alive connection the server had closed goes again on a new
+    one (gates.inference.pool); a plain session sends each request once.
+    """
     headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
         if endpoint.api_key else {}
+    # A server that accepts and never answers, or a host that drops SYNs, is a stall too.
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
+                                    sock_connect=settings.stall_timeout,
                                     sock_read=settings.stall_timeout)
     # Serialise before t0: a 100K-token prompt takes milliseconds to encode, not the server's.
     body = json.dumps(payload(endpoint, request, settings)).encode()
     headers["Content-Type"] = "application/json"
     t0_ns = time.perf_counter_ns()
     stream = ResponseStream(t0_ns)
+    # A resend keeps this t0: the reconnect is delay the client saw, as any client of a server
+    # that drops kept-alive connections would, so it stays in the TTFT (the conservative side);
+    # the record's `reconnects` lets an analysis set such requests apart.
     t0 = (t0_ns - origin_ns) / 1e9
-    done = functools.partial(request_record, request, endpoint, t0, queue, stream)
+    where, attempt = _where(endpoint), Attempt()
+    pooled = {"attempt": attempt} if isinstance(session, Pool) else {}
+
+    def done(outcome: RequestOutcome, status: int | None = None,
+             error: str = "") -> RequestRecord:
+        return request_record(request, endpoint, t0, queue, stream, outcome, status,
+                              f"{where}: {error}" if error else "", attempt.reconnects)
+
     try:
-        async with session.post(endpoint.post_url(), data=body, headers=headers,
-                                timeout=timeout) as response:
+        response = await session.post(endpoint.post_url(), data=body, headers=headers,
+                                      timeout=timeout, **pooled)
+        async with response:
             if response.status != 200:
                 text = (await response.text(errors="replace"))[:500]
                 return done(RequestOutcome.HTTP_ERROR, status=response.status,
-                            error=f"HTTP {response.status}: {text}")
+                            error=f"HTTP {response.status}: {' '.join(text.split())}")
             async for data in response.content.iter_any():
                 stream.feed(data, time.perf_counter_ns() - t0_ns)  # stamped on arrival
             stream.decoder.close()
@@ -181,14 +230,12 @@ async def send(session: aiohttp.ClientSession, endpoint: Endpoint, request: Plan
             return done(RequestOutcome.OK, status=200)
     except SSEProtocolError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, status=200, error=str(exc))
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        return done(RequestOutcome.TIMEOUT, error=f"no data for {settings.stall_timeout:g} s "
-                    "(stall) or the request timeout passed")
+    except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too
+        return done(RequestOutcome.TIMEOUT, error=_timed_out(exc, settings))
     except aiohttp.ClientConnectorError as exc:
-        return done(RequestOutcome.HTTP_ERROR, error=f"cannot connect to {endpoint.url}: "
-                    f"{exc.os_error.strerror or exc}")
-    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
-            aiohttp.ClientResponseError, aiohttp.ClientOSError) as exc:
+        return done(RequestOutcome.HTTP_ERROR,
+                    error=f"cannot connect: {exc.os_error.strerror or exc}")
+    except aiohttp.ClientError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
     except asyncio.CancelledError:
         return done(RequestOutcome.CANCELLED, error="cancelled before completion")
@@ -210,7 +257,6 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
                     settings: LoadSettings,
                     on_record: Callable[[RequestRecord], None] | None = None) -> LoadResult:
     """Send requests (round-robin over endpoints) and return one record per request."""
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60)
     monitor = LoopLagMonitor()
     schedule = release_times(len(requests), settings, [getattr(r, "at", None) for r in requests])
     lags: list[float] = []
@@ -218,8 +264,9 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
                               else len(requests) or 1)
     records: list[RequestRecord] = []
 
-    async with aiohttp.ClientSession(connector=connector, read_bufsize=READ_BUFFER) as session:
+    async with Pool(READ_BUFFER) as pool:
         monitor.start()
+        cpu_before = cpu_snapshot()  # the host's and kvgate's: who held the event loop up
         origin = time.perf_counter_ns()
 
         async def one(index: int, request: PlannedLike) -> None:
@@ -231,7 +278,7 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
             waited = time.perf_counter_ns()
             async with slots:
                 queue = (time.perf_counter_ns() - waited) / 1e9
-                record = await send(session, endpoints[index % len(endpoints)], request,
+                record = await send(pool, endpoints[index % len(endpoints)], request,
                                     settings, origin, queue)
             records.append(record)
             if on_record:
@@ -242,6 +289,9 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
         finally:
             wall = (time.perf_counter_ns() - origin) / 1e9
             monitor.stop()
+            cpu_after = cpu_snapshot()
     ttfts = [r.ttft for r in records if r.counted and r.ttft is not None]
-    return LoadResult(records=records, wall=wall, self_check=judge_self_check(
-        monitor.lags, lags, percentile(ttfts, 50) if ttfts else None))
+    check = judge_self_check(monitor.lags, lags, percentile(ttfts, 50) if ttfts else None,
+                             cpu=cpu_use(cpu_before, cpu_after), cores=cpu_after.cores)
+    check.reconnects, check.notes = pool.reconnects, check.notes + pool.notes()
+    return LoadResult(records=records, wall=wall, self_check=check)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal, Protocol
 
 import aiohttp
@@ -16,6 +18,7 @@ from .counters import SysfsCounters, storage_reads
 from .disks import DiskCounters, device_read_bytes, restore_gbps
 from .identity import ServerIdentity, server_identity
 from .loadgen import Endpoint, LoadResult, LoadSettings, run_phase
+from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, parse_metrics
 from .workloads import EVICT, PROBE, SEED, WARMUP, Plan
 
@@ -105,20 +108,39 @@ async def evict(endpoints: Sequence[Endpoint], how: Eviction, plan: Plan,
         return f"flooded with {len(plan.phase(EVICT))} filler contexts"
     async with aiohttp.ClientSession() as session:
         for endpoint in endpoints:
-            url = endpoint.url.rstrip("/") + "/reset_prefix_cache"
-            try:
-                async with session.post(url, timeout=aiohttp.ClientTimeout(total=60)) as r:
-                    if r.status == 404:
-                        raise PhaseError(f"{url}: HTTP 404: vLLM serves /reset_prefix_cache only "
-                                         "with VLLM_SERVER_DEV_MODE=1 in the server's "
-                                         "environment (vllm/entrypoints/serve/dev/cache/"
-                                         "api_router.py); set it on the arm, or choose another "
-                                         "[workload] eviction")
-                    if r.status >= 300:
-                        raise PhaseError(f"{url}: HTTP {r.status}")
-            except aiohttp.ClientError as exc:
-                raise PhaseError(f"{url}: {exc!r}") from None
+            await _reset_prefix_cache(session, endpoint.url.rstrip("/") + "/reset_prefix_cache")
     return "POST /reset_prefix_cache on every endpoint"
+
+
+RESET_TRIES = 20  # vLLM refuses a reset while blocks are held (in-flight requests, transfers)
+
+
+async def _reset_prefix_cache(session: aiohttp.ClientSession, url: str) -> None:
+    """POST until vLLM answers {"success": true}; a reset it refused is not an eviction."""
+    for _ in range(RESET_TRIES):
+        try:
+            async with session.post(url, timeout=aiohttp.ClientTimeout(total=60)) as r:
+                if r.status == 404:
+                    raise PhaseError(f"{url}: HTTP 404: vLLM serves /reset_prefix_cache only "
+                                     "with VLLM_SERVER_DEV_MODE=1 in the server's environment "
+                                     "(vllm/entrypoints/serve/dev/cache/api_router.py); set it "
+                                     "on the arm, or choose another [workload] eviction")
+                if r.status >= 300:
+                    raise PhaseError(f"{url}: HTTP {r.status}")
+                text = await r.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise PhaseError(f"{url}: " + ("no answer within 60 s" if isinstance(
+                exc, TimeoutError) else repr(exc))) from None
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = None
+        # vLLM >= 0.11 answers {"success": bool}; older ones an empty 200, taken as done.
+        if not isinstance(answer, dict) or answer.get("success", True) is not False:
+            return
+        await asyncio.sleep(0.5)
+    raise PhaseError(f"{url}: the engine refused to reset its prefix cache {RESET_TRIES} times "
+                     '({"success": false}: blocks still held by running requests)')
 
 
 async def _scrape(source: MetricsSource, urls: Sequence[str]) -> tuple[MetricSet | None, str]:
@@ -147,8 +169,8 @@ class ColdRecovery(BaseModel):
     attribution: list[StorageAttribution]
     expected_kv_tokens: int
     device_read_bytes: int | None = None
-    # Engines driven by slot files (llama.cpp): the server process's own storage reads in the
-    # probe (/proc/PID/io read_bytes), how the page cache was dropped, bytes each restore read.
+    # A launched engine: its process tree's storage reads in the probe (/proc/PID/io
+    # read_bytes), how its KV files left the page cache; slot files: bytes each restore read.
     process_read_bytes: int | None = None
     page_cache: str = ""
     probe_read_bytes: dict[str, int] = {}
@@ -181,12 +203,15 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
                             on_record: Callable[[RequestRecord], None] | None = None,
                             evict_hook: Callable[[], None] | None = None,
                             metrics_urls: Sequence[str] = (), nics: SysfsCounters | None = None,
-                            block_tokens: int | None = None) -> ColdRecovery:
+                            block_tokens: int | None = None, kv_dir: Path | None = None,
+                            pid: int | None = None) -> ColdRecovery:
     """Warm up, seed every context, let writes settle, evict, then probe at the concurrency.
 
     ``evict_hook`` replaces the eviction request, e.g. restarting an arm whose tier persists.
     ``metrics_urls`` are every scrape target the arm names (default: each endpoint's
     /metrics), merged; ``nics`` watches the storage NICs and RDMA ports during the probe.
+    A launched arm gives its ``kv_dir`` (dropped from the page cache before the probe) and its
+    server's ``pid`` (the process tree's read_bytes across the probe).
     """
     source = source or HttpMetrics()
     urls = list(metrics_urls) or [metrics_url(e) for e in endpoints]
@@ -207,9 +232,11 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         done = "restarted the engine (its storage tier persists)"
     else:
         done = await evict(endpoints, eviction, plan, settings)
+    dropped = drop_page_cache(kv_dir) if kv_dir is not None else ""
     (before, early), disk_before = await _scrape(source, urls), disks and disks.read()
-    nic_before = nics.read() if nics else None
+    nic_before, io_before = nics.read() if nics else None, tree_read_bytes(pid)
     probe = await run_phase(plan.phase(PROBE), endpoints, settings, on_record)
+    io_after = tree_read_bytes(pid)
     await asyncio.sleep(COUNTER_DELAY_S.get(engine, 0.0))
     (after, late), disk_after = await _scrape(source, urls), disks and disks.read()
     wire = storage_reads(nic_before, nics.read()) if nics and nic_before else None
@@ -221,8 +248,10 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         except PhaseError as exc:
             problem = str(exc)
     return ColdRecovery(
-        engine=engine or "unknown", seed=seed, probe=probe, eviction=done,
-        settle_seconds=waited, attribution=[attribution], metrics_error=problem, server=server,
+        engine=engine or "unknown", seed=seed, probe=probe,
+        eviction="; ".join(filter(None, [done, dropped])), page_cache=dropped,
+        process_read_bytes=read_bytes_delta(io_before, io_after), settle_seconds=waited,
+        attribution=[attribution], metrics_error=problem, server=server,
         expected_kv_tokens=plan.total_expected_kv_tokens,
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,

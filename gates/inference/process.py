@@ -37,6 +37,14 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
+    def setup() -> None:
+        _die_with_parent()
+        if cpus:  # inherited by every process the engine forks (vLLM's EngineCore, workers)
+            os.sched_setaffinity(0, cpus)
+    return setup
+
+
 def http_status(url: str, timeout: float) -> int:
     """GET url and return the HTTP status; OSError when nothing answers."""
     try:
@@ -158,6 +166,11 @@ class ArmProcess:
             raise ArmError(self.name, "start", f"port {self.port} on {LAUNCH_HOST} is already in "
                            "use (another server, or an arm left from an earlier run?)")
         argv, extra = self.command()
+        missing = sorted(set(self.arm.cpus) - os.sched_getaffinity(0))
+        if missing:
+            raise ArmError(self.name, "start", f"cpus = {self.arm.cpus}: core(s) "
+                           f"{', '.join(map(str, missing))} are not available to kvgate here "
+                           f"(it may use {sorted(os.sched_getaffinity(0))})")
         # Python engines (vLLM, SGLang) would otherwise hold their last words in a buffer.
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
         assert self.log_path is not None
@@ -171,7 +184,7 @@ class ArmProcess:
                 self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT, env=env,
                                               start_new_session=True,
-                                              preexec_fn=_die_with_parent)
+                                              preexec_fn=_child_setup(tuple(self.arm.cpus)))
             except OSError as exc:
                 raise ArmError(self.name, "start", f"cannot run {argv[0]!r}: "
                                f"{exc.strerror or exc}") from None

@@ -35,6 +35,7 @@ class Repetition(BaseModel):
     fit: bool = True  # the load generator's self-check
     unfit_reasons: list[str] = []
     outputs: dict[str, list[int]] = {}  # probe request id -> output token ids
+    logprobs: dict[str, list[float]] = {}  # probe request id -> each output token's logprob
     # For the evidence chain: the probe's duration, per-rank reads, the storage counter used.
     probe_seconds: float = 0.0
     rank_reads: dict[str, float] = {}
@@ -79,6 +80,8 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         fit=cold.probe.self_check.fit,
         unfit_reasons=cold.probe.self_check.reasons,
         outputs={r.request_id: r.output_ids for r in cold.probe.records},
+        logprobs={r.request_id: r.output_logprobs for r in cold.probe.records
+                  if r.output_logprobs},
         probe_seconds=cold.probe.wall,
         # One attribution per arm (its scrape targets merged).
         **({k: v for k, v in engine_evidence(attribution[0]).items()

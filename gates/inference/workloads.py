@@ -177,10 +177,18 @@ def multi_turn(sessions: int, turns: int, first_tokens: int, turn_tokens: int,
 
 
 def shared_prefix(groups: int, per_group: int, prefix_tokens: int, suffix_tokens: int,
-                  output_tokens: int, seed: int, vocab: int, reserved: int = RESERVED) -> Plan:
-    """G groups of M requests; members of a group share a P-token prefix, groups share none."""
+                  output_tokens: int, seed: int, vocab: int, reserved: int = RESERVED,
+                  total: int | None = None) -> Plan:
+    """G groups of M requests; members of a group share a P-token prefix, groups share none.
+
+    ``total`` keeps the first that many requests, so the last group may hold fewer than M:
+    asked for 90 in groups of 4, the plan is 22 groups of 4 and one of 2, not 88 requests.
+    """
     _positive(groups=groups, per_group=per_group, prefix_tokens=prefix_tokens,
               suffix_tokens=suffix_tokens, output_tokens=output_tokens)
+    if total is not None and not (groups - 1) * per_group < total <= groups * per_group:
+        raise WorkloadError(f"total {total} does not fit {groups} groups of {per_group}: "
+                            f"need {(groups - 1) * per_group} < total <= {groups * per_group}")
     heads = _unique_blocks([f"{seed}:groups:{g}" for g in range(groups)], 1, vocab, reserved)
     requests = []
     for g in range(groups):
@@ -191,10 +199,12 @@ def shared_prefix(groups: int, per_group: int, prefix_tokens: int, suffix_tokens
             context_id=f"group-{g:04d}",
             prompt=prefix + block_tokens(f"{seed}:groups:{g}:{m}", suffix_tokens, vocab,
                                          reserved)) for m in range(per_group)]
-    return Plan(kind="shared_prefix", seed=seed, requests=requests,
+    # Without total the params (so the workload hash) are what they always were.
+    return Plan(kind="shared_prefix", seed=seed, requests=requests[:total],
                 params=dict(groups=groups, per_group=per_group, prefix_tokens=prefix_tokens,
                             suffix_tokens=suffix_tokens, output_tokens=output_tokens,
-                            vocab=vocab, reserved=reserved))
+                            vocab=vocab, reserved=reserved)
+                | ({} if total is None else {"total": total}))
 
 
 def workload_hash(plan: Plan, **conditions: Any) -> str:

@@ -2,8 +2,12 @@
 
 PATH is a run folder, one gate JSON, a bundle (.tar.gz) or an extracted bundle. Every problem
 names the file as a path relative to what was given (inside a bundle: the path in the archive)
-and says what is wrong with it. Signatures and the report-record binding are checked here too
-(gates/report/trust.py); who signed is judged against the reader's keys by Verification.judge.
+and says what is wrong with it. A run folder is checked whole: every report its records imply
+(<gate>.html and <gate>.html.seal beside <gate>.json, summary.html beside summary.json) must be
+there and sealed, and every file in it must be one kvgate writes there or evidence a record
+lists; anything else is named, at the top level as in evidence/. Signatures and the
+report-record binding are checked here too (gates/report/trust.py); who signed is judged
+against the reader's keys by Verification.judge.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from ..core import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
+from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
 from .summary import SUMMARY_HASH_KEY, summary_digest
 from .trust import Verification, check_signed, stray_signatures
@@ -86,9 +91,12 @@ def check_chain(path: Path, root: Path | None = None) -> list[str]:
 
 
 def _sidecar(path: Path, html: str, root: Path | None) -> list[str]:
-    """A <report>.seal file beside the report must name the seal the report carries."""
+    """A <report>.seal file beside the report must name the seal the report carries.
+
+    Its absence is named by check_implied (a gate report must have one; the summary has none).
+    """
     sidecar = path.with_name(path.name + ".seal")
-    if not sidecar.is_file():
+    if not sidecar.is_file() or sidecar.is_symlink():
         return []
     written = (sidecar.read_text(errors="replace").split() or [""])[0]
     inside = re.search(rf'id="{SEAL_ID}">([0-9a-f]{{64}})<', html)
@@ -130,7 +138,7 @@ def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list
     for path in records:
         body, _ = _read(path)
         listed |= set((body or {}).get("evidence") or {})
-    evidence = folder / "evidence"
+    evidence = folder / EVIDENCE
     found = sorted(p for p in evidence.rglob("*") if p.is_file() or p.is_symlink())
     return [f"{_name(p, root)}: unlisted (in the evidence folder, but no record's manifest "
             "lists it)" for p in found if p.relative_to(folder).as_posix() not in listed]
@@ -150,22 +158,33 @@ def check_signatures(paths: list[Path], root: Path | None) -> Verification:
     return found
 
 
+def _signed(paths: list[Path], root: Path | None, missing: set[Path]) -> Verification:
+    """check_signatures, without naming a second time a report already named missing."""
+    found = check_signatures(paths, root)
+    gone = {f"{_name(p, root)}: missing or unreadable" for p in missing}
+    found.problems = [p for p in found.problems if not any(p.startswith(g) for g in gone)]
+    return found
+
+
 def check_run(folder: Path, root: Path) -> Verification:
     """Files checked, problems and signers for one run folder, names relative to root."""
-    records = sorted(folder.glob(RECORDS))
-    reports = sorted(folder.glob("g[1-4].html")) + [p for p in [folder / "summary.html"]
-                                                     if p.is_file()]
+    records = sorted(p for p in folder.glob(RECORDS) if p.is_file())
+    reports = sorted(p for p in folder.glob("g[1-4].html") if p.is_file()) + [
+        p for p in [folder / "summary.html"] if p.is_file()]
     summary = [p for p in [folder / "summary.json"] if p.is_file()]
     problems = [p for f in records for p in check_record(f, root) + check_chain(f, root)]
+    lacking, missing = check_implied(records + summary, root)
+    problems += lacking
     problems += [p for f in reports for p in check_report_seal(f, root)]
     problems += [p for f in summary for p in check_summary(f, root)]
-    problems += stray_signatures(folder, root)
+    problems += stray_signatures(folder, root) + check_orphans(folder, root)
+    problems += check_unlisted_top(folder, root)
     if records:
         problems += check_unlisted(folder, records, root)
     else:
         problems.append(f"{_name(folder, root)}: no gate record (g1.json … g4.json) here")
     checked = Verification([_name(f, root) for f in records + reports + summary], problems)
-    return checked.add(check_signatures(records + summary, root))
+    return checked.add(_signed(records + summary, root, missing))
 
 
 def check_manifest(root: Path) -> tuple[list[str], list[str]]:
@@ -218,9 +237,10 @@ def examine(path: Path) -> Verification:
         root = path.parent
         html = [p for p in [path.with_suffix(".html")] if p.is_file()]
         problems = check_record(path, root) + check_chain(path, root)
-        problems += [p for f in html for p in check_report_seal(f, root)]
+        lacking, missing = check_implied([path], root)
+        problems += lacking + [p for f in html for p in check_report_seal(f, root)]
         checked = Verification([path.name] + [f.name for f in html], problems)
-        return checked.add(check_signatures([path], root))
+        return checked.add(_signed([path], root, missing))
     if (path / MANIFEST).is_file():
         return verify_tree(path)
     if not path.is_dir():

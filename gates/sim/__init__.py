@@ -10,6 +10,7 @@ from .cli import (
     bandwidth,
     build_parser,
     main,
+    paced_profile,
     serve_command,
     serve_examples,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "kv_digest",
     "main",
     "output_ids",
+    "paced_profile",
     "plan_prefill",
     "prefill_seconds",
     "root_hash",

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .model import PROFILES, FaultConfig
+from .model import PROFILES, FaultConfig, Profile, get_profile
 from .server import serve
 
-__all__ = ["SERVE_HELP", "add_serve_options", "bandwidth", "build_parser", "main", "serve_command",
-           "serve_examples"]
+__all__ = ["SERVE_HELP", "add_serve_options", "bandwidth", "build_parser", "main",
+           "paced_profile", "serve_command", "serve_examples"]
 
 SERVE_HELP = "serve the simulator on loopback"
 
@@ -30,6 +30,7 @@ _EXAMPLES = """examples:
   kvgate loadgen --url http://127.0.0.1:8000 --workload cold-recovery --concurrency 8
   {cmd} --profile tiny --port 8001     (no --kv-dir: no KV tier, every prompt recomputed)
   {cmd} --kv-dir /tmp/kv --read-limit 20MB/s --faults '{{"error_every": 10}}'
+  {cmd} --kv-dir /tmp/kv --prefill-tokens-per-s 2000     (a slower GPU: recompute costs more)
 """
 
 # Bandwidth units as gates.core.units reads them (kept equal by tests/test_sim_standalone.py):
@@ -78,6 +79,9 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--faults", default="", help='JSON, e.g. \'{"error_every": 10}\'')
     parser.add_argument("--read-limit", default="",
                         help="cap the tier's read bandwidth, e.g. 20MB/s (a slower tier)")
+    parser.add_argument("--prefill-tokens-per-s", type=float, default=None, metavar="N",
+                        help="prefill speed instead of the profile's, e.g. 2000 (a slower "
+                             "GPU: recomputing a prompt takes long beside restoring its KV)")
 
 
 def build_parser(prog: str = "python -m gates.sim") -> argparse.ArgumentParser:
@@ -90,16 +94,27 @@ def build_parser(prog: str = "python -m gates.sim") -> argparse.ArgumentParser:
     return parser
 
 
+def paced_profile(name: str, prefill_tokens_per_s: float | None) -> Profile:
+    """The named profile, its prefill speed replaced when given; ValueError if it is not > 0."""
+    profile = get_profile(name)
+    if prefill_tokens_per_s is None:
+        return profile
+    return Profile.model_validate(profile.model_dump()
+                                  | {"prefill_tokens_per_s": prefill_tokens_per_s})
+
+
 def serve_command(args: argparse.Namespace, name: str = "sim serve") -> int:
     """Run the simulator the parsed options describe until Ctrl-C; 2 if they are bad."""
     try:
         faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
         if args.read_limit:
             faults.read_bytes_per_s = bandwidth(args.read_limit)
+        profile = paced_profile(args.profile, args.prefill_tokens_per_s)
     except (ValidationError, ValueError) as exc:  # ValidationError first: it is a ValueError
-        print(f"{name}: bad --faults or --read-limit: {exc}", file=sys.stderr)
+        print(f"{name}: bad --faults or --read-limit or --prefill-tokens-per-s: {exc}",
+              file=sys.stderr)
         return 2
-    serve(args.profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
+    serve(profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
     return 0
 
 

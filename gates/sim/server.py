@@ -203,14 +203,16 @@ def build_app(profile: str | Profile, kv_dir: Path | None = None,
     return app
 
 
-def serve(profile: str, kv_dir: Path | None, host: str = "127.0.0.1", port: int = 8000,
+def serve(profile: str | Profile, kv_dir: Path | None, host: str = "127.0.0.1", port: int = 8000,
           faults: FaultConfig | None = None, *, readers: int | None = None,
           direct_io: bool | None = None, print_fn: Callable[[str], None] = print) -> None:
     """Run the simulator until interrupted (`python -m gates.sim`, `kvgate sim serve`)."""
     app = build_app(profile, kv_dir, faults, readers=readers, direct_io=direct_io)
     about = info(app[ENGINE])
     tier = about["tier"]
-    print_fn(f"{NOTE}\nmodel {about['model']}; "
+    # The arm's log is evidence: it says how fast this engine was made to prefill.
+    print_fn(f"{NOTE}\nmodel {about['model']} (prefill "
+             f"{about['profile']['prefill_tokens_per_s']:g} tokens/s); "
              + ("no storage tier (recompute arm)" if tier is None else
                 f"KV tier {tier['dir']} ({tier['chunks']} chunks, "
                 f"{'O_DIRECT' if tier['direct_io'] else tier['io_note']}, "

@@ -1,5 +1,9 @@
 """G4 soak: the window rules, the runner, its set-up from G3, health collectors, metrics."""
 
+from .cli import (
+    add_soak_commands,
+    soak_command,
+)
 from .clock import (
     FakeClock,
 )
@@ -16,6 +20,13 @@ from .health import (
 from .kernel_log import (
     KernelLog,
     scan_kernel_log,
+)
+from .liveness import (
+    Liveness,
+    RunnerMark,
+    judge,
+    process_gone,
+    this_runner,
 )
 from .load import (
     EndpointLoad,
@@ -38,6 +49,12 @@ from .nvme_health import (
     NvmePaths,
     Smart,
 )
+from .resume import (
+    carry_engine_logs,
+    changed_files,
+    log_summary,
+    start_options,
+)
 from .rules import (
     KERNEL,
     PATHS,
@@ -46,6 +63,7 @@ from .rules import (
     VERIFY,
     HealthReading,
     SoakPlan,
+    StartOptions,
     WindowRecord,
     gap,
     kernel_errors,
@@ -54,6 +72,7 @@ from .rules import (
     verify_errors,
 )
 from .runner import (
+    SoakBusy,
     SoakRunner,
     SoakStatus,
     status,
@@ -77,38 +96,51 @@ __all__ = [
     "HealthReading",
     "KERNEL",
     "KernelLog",
+    "Liveness",
     "NvmePaths",
     "PATHS",
     "ProcessHealth",
+    "RunnerMark",
     "SIGNOFF_SECONDS",
     "SMART",
     "SetupError",
     "Smart",
+    "SoakBusy",
     "SoakExporter",
     "SoakPlan",
     "SoakRunner",
     "SoakStatus",
     "SoakStore",
+    "StartOptions",
     "VERIFY",
     "WindowContext",
     "WindowRecord",
+    "add_soak_commands",
+    "carry_engine_logs",
+    "changed_files",
     "collectors",
     "drift_spans",
     "duration",
     "gap",
+    "judge",
     "kernel_errors",
+    "log_summary",
     "media_errors",
     "operating_point",
     "parse_verify_failures",
     "paths_live",
+    "process_gone",
     "render",
     "request_errors",
     "scan_kernel_log",
+    "soak_command",
     "soak_load",
     "soak_measurements",
     "soak_plan",
     "stability",
+    "start_options",
     "status",
+    "this_runner",
     "throughput_floor",
     "total_gap",
     "ttft_drift",

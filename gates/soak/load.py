@@ -7,10 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import aiohttp
-
 from ..core import RequestRecord
-from ..inference import READ_BUFFER, Endpoint, LoadSettings, Plan, PlannedRequest, send
+from ..inference import READ_BUFFER, Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
 
 
 class LoadDriver(Protocol):
@@ -48,9 +46,9 @@ class EndpointLoad:
     async def _window(self, seconds: float) -> list[RequestRecord]:
         records: list[RequestRecord] = []
         deadline = time.monotonic() + seconds
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60)
-        async with aiohttp.ClientSession(connector=connector,
-                                         read_bufsize=READ_BUFFER) as http:
+        # The load generator's pool: a request on a connection the server had closed is sent
+        # once more on a fresh one, so a server's keep-alive limit is not a soak error.
+        async with Pool(READ_BUFFER) as http:
             origin = time.perf_counter_ns()
 
             async def worker(k: int) -> None:

@@ -90,6 +90,16 @@ def span(seconds: float) -> str:
     return f"{seconds:.4g} s"
 
 
+class StartOptions(BaseModel):
+    """The run options a soak started with: `kvgate soak resume` continues with the same ones."""
+
+    force: bool = False  # --force: run past an upstream gate that did not pass
+    site: str = ""  # the site file it read (absolute); "" for kvgate's embedded default
+    thresholds: str = ""
+    metrics_port: int | None = None  # --soak-metrics-port
+    checklist_id: str = ""
+
+
 class SoakPlan(BaseModel):
     """What a soak run was asked to do; stored once so that a resume runs the same plan."""
 
@@ -101,6 +111,7 @@ class SoakPlan(BaseModel):
     nominal_window: float = 300.0
     g3_throughput: float | None = None  # output tok/s at the G3 operating point
     started: float | None = None  # clock time the soak began (a crash in window 0 is a gap)
+    started_with: StartOptions = Field(default_factory=StartOptions)
 
     @property
     def windows(self) -> int:

@@ -2,12 +2,14 @@
 
 Seams: a Clock (real or fake, gates.soak.clock), a LoadDriver (gates.soak.load), health
 Collectors (gates.soak.health and its siblings). Each window is committed to the soak's
-tables (gates.soak.store) as it ends; a resume reads them back.
+tables (gates.soak.store) as it ends, with the runner's heartbeat; a resume reads them back,
+and refuses to start while the soak's earlier runner is still alive (gates.soak.liveness).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -18,6 +20,7 @@ from ..inference import stats, ttft
 from ..store import Store
 from .clock import Clock, RealClock
 from .health import Collector, WindowContext
+from .liveness import is_me, judge, this_runner
 from .load import LoadDriver
 from .load_rules import soak_measurements
 from .rules import Deviation, HealthReading, SoakPlan, WindowRecord, gap
@@ -72,6 +75,10 @@ def status(plan: SoakPlan, windows: list[WindowRecord], deviations: list[Deviati
                       if windows else {})
 
 
+class SoakBusy(ValueError):
+    """A resume refused: the soak's earlier runner is still alive and may write windows."""
+
+
 class SoakRunner:
     """Runs (or resumes) a soak's remaining windows; every window is committed when it ends."""
 
@@ -93,14 +100,24 @@ class SoakRunner:
         """A new soak: store its plan, then run it with run()."""
         clock = kw.get("clock") or RealClock()
         SoakStore(store).save_plan(plan.model_copy(update={"started": clock.now()}))
-        return cls(store, plan.run_id, load, **kw)
+        runner = cls(store, plan.run_id, load, **kw)
+        runner.soak.mark_runner(plan.run_id, this_runner())
+        return runner
 
     @classmethod
     def resume(cls, store: Store, run_id: str, load: LoadDriver, **kw) -> SoakRunner:
         """Continue after a crash: the gap since the last committed window is a deviation."""
         runner = cls(store, run_id, load, **kw)
-        if len(runner.committed) >= runner.plan.windows:
+        finished = len(runner.committed) >= runner.plan.windows
+        mark = runner.soak.runner(run_id)
+        if mark is not None and not is_me(mark):
+            found = judge(mark, runner.plan.window, finished, f"kvgate soak resume {run_id}")
+            if found.busy:
+                raise SoakBusy(f"soak {run_id} cannot be resumed while its runner may still "
+                               f"write windows: {found.text}")
+        if finished:
             return runner  # finished: nothing to resume, no gap
+        runner.soak.mark_runner(run_id, this_runner())
         # From the last committed window, or the last resume if none was committed since
         # (a second crash must not count the first gap twice).
         marks = [d.end for d in runner.soak.deviations(run_id) if d.kind == "gap" and d.end]
@@ -120,20 +137,33 @@ class SoakRunner:
     def run(self, max_windows: int | None = None) -> SoakStatus:
         """Run the remaining windows (at most max_windows of them) and return the status."""
         committed = self.committed
-        # The kernel log is read from here on: after a crash, the gap is read too.
-        since = committed[-1].end if committed else self.plan.started
-        now = self.clock.now()
-        for collector in self.collectors:
-            # A failing baseline is not fatal: the collector's first reading says why.
-            with contextlib.suppress(Exception):
-                collector.prime(now)
-        with ThreadPoolExecutor(max_workers=max(1, len(self.collectors))) as pool:
-            first = len(committed)
-            for index in range(first, self.plan.windows):
-                if max_windows is not None and index - first >= max_windows:
-                    break
-                window = self._one(index, since, pool)
-                since = window.end
+        if len(committed) >= self.plan.windows:
+            return self.status()  # finished: the runner mark stays as the last runner left it
+        self.soak.mark_runner(self.run_id, this_runner())
+        reason = ""
+        try:
+            # The kernel log is read from here on: after a crash, the gap is read too.
+            since = committed[-1].end if committed else self.plan.started
+            now = self.clock.now()
+            for collector in self.collectors:
+                # A failing baseline is not fatal: the collector's first reading says why.
+                with contextlib.suppress(Exception):
+                    collector.prime(now)
+            with ThreadPoolExecutor(max_workers=max(1, len(self.collectors))) as pool:
+                first = len(committed)
+                for index in range(first, self.plan.windows):
+                    if max_windows is not None and index - first >= max_windows:
+                        break
+                    window = self._one(index, since, pool)
+                    since = window.end
+        except BaseException as exc:
+            reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            raise
+        finally:  # a kill -9 never gets here: its mark stays "running" for status to judge
+            done = len(self.committed) >= self.plan.windows
+            with contextlib.suppress(Exception):  # never hide the exception that ended it
+                self.soak.end_runner(self.run_id, "finished" if done else "stopped",
+                                     time.time(), reason)
         return self.status()
 
     def _one(self, index: int, since: float | None, pool: ThreadPoolExecutor) -> WindowRecord:
@@ -153,7 +183,7 @@ class SoakRunner:
                 health[collector.name] = _guarded(collector, ctx)
         window = window_record(index, start, end, records,
                                {c.name: health[c.name] for c in self.collectors})
-        self.soak.commit_window(self.run_id, window, records)
+        self.soak.commit_window(self.run_id, window, records, heartbeat=time.time())
         self.committed.append(window)
         if self.on_window:
             self.on_window(window, self.status())

@@ -15,7 +15,7 @@ from .health import FreeSpace, ProcessHealth
 from .kernel_log import KernelLog
 from .load import EndpointLoad
 from .nvme_health import NvmePaths, Smart
-from .rules import SoakPlan
+from .rules import SoakPlan, StartOptions
 
 G3_FILE = "g3-candidate-repetitions.json"
 VERIFY_DIR = "kvgate-soak-verify"
@@ -40,11 +40,13 @@ def operating_point(store: Store, g3: GateRecord) -> tuple[int, float]:
 
 
 def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | None,
-              duration: float | None = None, window: float | None = None) -> SoakPlan:
+              duration: float | None = None, window: float | None = None,
+              started_with: StartOptions | None = None) -> SoakPlan:
     """The soak's plan: --soak-duration, else site.toml [soak], else thresholds.toml [g4].
 
     Whichever set the duration is named in the plan; whether it is shortened is the plan's
-    own rule (SoakPlan.shortened, against the 72 h sign-off), not decided here.
+    own rule (SoakPlan.shortened, against the 72 h sign-off), not decided here. started_with
+    keeps the run options (--force …) a resume continues with.
     """
     seconds, source = next((s, name) for s, name in (
         (duration, "--soak-duration"), (site.soak.duration, "site.toml [soak] duration"),
@@ -52,7 +54,7 @@ def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | 
     return SoakPlan(run_id=run_id, duration=seconds, duration_source=source,
                     window=window or site.soak.window or limits.window,
                     nominal_duration=limits.duration, nominal_window=limits.window,
-                    g3_throughput=g3_throughput)
+                    g3_throughput=g3_throughput, started_with=started_with or StartOptions())
 
 
 def soak_load(site: Site, endpoints: list[Endpoint], concurrency: int) -> EndpointLoad:

@@ -1,8 +1,9 @@
 """The soak's own tables in the run's SQLite store: plan, windows, deviations, and samples.
 
-Three tables of our own (plan, windows, deviations) plus ``samples`` rows per signal (gate
-"g4", series "g4.<signal>", t = window end) and the window's ``requests``, all in one
-transaction: a window is in the store whole or not at all. A resume reads them back.
+Four tables of our own (plan, windows, deviations, the runner's mark) plus ``samples`` rows
+per signal (gate "g4", series "g4.<signal>", t = window end) and the window's ``requests``,
+all in one transaction with the runner's heartbeat: a window is in the store whole or not at
+all. A resume reads them back; `kvgate soak status` reads the mark (gates.soak.liveness).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from ..core import RequestRecord
 from ..store import Store
+from .liveness import RunnerMark
 from .rules import GATE, Deviation, SoakPlan, WindowRecord
 
 SCHEMA = """
@@ -21,6 +23,9 @@ CREATE TABLE IF NOT EXISTS soak_windows (
     end REAL NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, idx));
 CREATE TABLE IF NOT EXISTS soak_deviations (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS soak_runners (
+    run_id TEXT PRIMARY KEY REFERENCES runs, pid INTEGER NOT NULL, created REAL NOT NULL,
+    host TEXT NOT NULL, heartbeat REAL NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL);
 """
 
 
@@ -61,12 +66,35 @@ class SoakStore:
                               (run_id,)).fetchone()
         return SoakPlan.model_validate_json(row["body"]) if row else None
 
+    def mark_runner(self, run_id: str, mark: RunnerMark) -> None:
+        """Record who runs the soak now (a start or a resume), replacing the earlier runner."""
+        self.db.execute("INSERT OR REPLACE INTO soak_runners (run_id, pid, created, host, "
+                        "heartbeat, state, reason) VALUES (?,?,?,?,?,?,?)",
+                        (run_id, mark.pid, mark.created, mark.host, mark.heartbeat, mark.state,
+                         mark.reason))
+
+    def end_runner(self, run_id: str, state: str, heartbeat: float, reason: str = "") -> None:
+        """The runner returned: finished, or stopped early (and why)."""
+        self.db.execute("UPDATE soak_runners SET state = ?, heartbeat = ?, reason = ? "
+                        "WHERE run_id = ?", (state, heartbeat, reason, run_id))
+
+    def runner(self, run_id: str) -> RunnerMark | None:
+        """The soak's runner mark, or None (a soak started before kvgate kept one)."""
+        fields = ("pid", "created", "host", "heartbeat", "state", "reason")
+        row = self.db.execute(f"SELECT {', '.join(fields)} FROM soak_runners WHERE run_id = ?",
+                              (run_id,)).fetchone()
+        return RunnerMark(**dict(zip(fields, row, strict=True))) if row else None
+
     def commit_window(self, run_id: str, window: WindowRecord,
-                      records: Sequence[RequestRecord] = ()) -> None:
-        """The window row, its samples and its requests, in one transaction."""
+                      records: Sequence[RequestRecord] = (),
+                      heartbeat: float | None = None) -> None:
+        """The window row, its samples, its requests and the runner's heartbeat, at once."""
         phase = f"{GATE}-window-{window.index:05d}"
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            if heartbeat is not None:
+                self.db.execute("UPDATE soak_runners SET heartbeat = ? WHERE run_id = ?",
+                                (heartbeat, run_id))
             self.db.execute("INSERT INTO soak_windows (run_id, idx, start, end, body) "
                             "VALUES (?,?,?,?,?)", (run_id, window.index, window.start,
                                                    window.end, window.model_dump_json()))

@@ -1,5 +1,5 @@
-"""Storage instruments and G1: fio (jobs, runner, parser), target safety, block devices, RAID,
-XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
+"""Storage instruments and G1: fio (jobs, runner, parser), target safety and lock, block
+devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
 
 from . import g1, g1config
 from .blockdev import (
@@ -60,6 +60,12 @@ from .jobs import (
     job_value,
     render_jobfile,
 )
+from .lock import (
+    LOCK_FILE,
+    TargetBusy,
+    TargetLock,
+    lock_target,
+)
 from .net import (
     GidEntry,
     NicState,
@@ -98,11 +104,14 @@ from .target import (
     DeviceFacts,
     TargetError,
     check_directory,
+    device_bytes,
     device_facts,
+    ensure_directory,
     foreign_filesystem,
     raw_device_refusal,
     resolve_target,
     vet_filenames,
+    watched_device,
 )
 from .xfs import (
     Alignment,
@@ -127,6 +136,7 @@ __all__ = [
     "INSTALL_HINTS",
     "Inventory",
     "JobFileError",
+    "LOCK_FILE",
     "Latency",
     "MdArray",
     "Mount",
@@ -137,7 +147,9 @@ __all__ = [
     "SmartLog",
     "StepOutcome",
     "SubprocessRunner",
+    "TargetBusy",
     "TargetError",
+    "TargetLock",
     "ToolMissing",
     "WRITE_FILE",
     "XfsGeometry",
@@ -152,7 +164,9 @@ __all__ = [
     "collect",
     "combine",
     "data_disks",
+    "device_bytes",
     "device_facts",
+    "ensure_directory",
     "files_written",
     "fio_version",
     "foreign_filesystem",
@@ -165,6 +179,7 @@ __all__ = [
     "job_value",
     "json_document",
     "latency_curves",
+    "lock_target",
     "merge_bins",
     "mount_for",
     "parse_chunk_size",
@@ -192,4 +207,5 @@ __all__ = [
     "step_progress",
     "sweep_points",
     "vet_filenames",
+    "watched_device",
 ]

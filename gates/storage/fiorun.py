@@ -11,6 +11,7 @@ from ..core import FioSettings
 from .fio import FioParseError, FioReport, parse_fio_json
 from .jobs import FioStep, JobFileError, render_jobfile
 from .runner import INSTALL_HINTS, CommandRunner, Tick, ToolMissing
+from .target import device_bytes
 
 
 @dataclass
@@ -21,6 +22,8 @@ class FioRun:
     report: FioReport | None = None
     error: str = ""
     evidence: list[Path] = field(default_factory=list)
+    # Bytes the watched block device read and wrote while fio ran (fio's and anyone else's).
+    device_io: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,10 +95,11 @@ def _missing_hosts(report: FioReport, fio: FioSettings) -> str:
 
 
 def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Path | None,
-             evidence_dir: Path, on_tick: Tick | None = None) -> FioRun:
+             evidence_dir: Path, on_tick: Tick | None = None, watch: str = "") -> FioRun:
     """Run one step; every failure becomes FioRun.error, and the evidence is always kept.
 
-    ``target`` is the directory fio's files live in, or None when the jobs name a raw device.
+    ``target`` is the directory fio's files live in, or None when the jobs name a raw device;
+    ``watch`` names the block device (see watched_device) whose I/O during the run is kept.
     """
     # fio runs in the target directory: every path it is given must be absolute.
     evidence_dir = evidence_dir.absolute()
@@ -113,6 +117,7 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
     output.unlink(missing_ok=True)  # never read an older run's report as this one's
     jobs = client_args(fio, jobfile) if fio.hosts else [str(jobfile)]
     argv = [fio.binary, "--output-format=json+", f"--output={output}", *jobs]
+    before = device_bytes(watch) if watch else None
     try:
         done = runner.run(argv, timeout=fio.timeout + step.seconds, cwd=target or evidence_dir,
                           on_tick=on_tick)
@@ -122,6 +127,9 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
     except OSError as exc:  # e.g. the target directory vanished, or fio is not executable
         run.error = f"could not start {fio.binary}: {exc}"
         return run
+    after = device_bytes(watch) if before else None
+    if before and after:
+        run.device_io = (after[0] - before[0], after[1] - before[1])
     log.write_text(f"$ {' '.join(argv)}\nexit {done.returncode}\n--- stdout\n{done.stdout}"
                    f"\n--- stderr\n{done.stderr}")
     run.evidence.append(log)

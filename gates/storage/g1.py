@@ -52,6 +52,39 @@ class StepOutcome(BaseModel):
         return self.error or ("" if self.report else "fio produced no report")
 
 
+# Other I/O on the target's device below both of these is noise (journal, logs), not contention.
+OTHER_IO_FLOOR = 16 * 1024**2
+OTHER_IO_SHARE = 0.10  # of what fio itself moved in the job
+
+
+def other_io(title: str, device: str, device_io: tuple[int, int] | None,
+             report: FioReport | None, buffered: bool = False) -> str:
+    """A deviation when the target's device moved bytes during a job that fio did not ("" if not).
+
+    Another process on the array (a second run, a backup, another tenant) takes its share of the
+    bandwidth fio measures, and nothing else would show it.
+    """
+    if not device or device_io is None or report is None:
+        return ""
+    entries = report.entries()
+    fio_read, fio_write = (sum(getattr(j, d).io_bytes for j in entries) for d in ("read", "write"))
+    read, write = device_io
+    other_read, other_write = max(0, read - fio_read), max(0, write - fio_write)
+    other = other_read + other_write
+    if other <= max(OTHER_IO_FLOOR, OTHER_IO_SHARE * (fio_read + fio_write)):
+        return ""
+    return (f"other I/O on the target's device {device} during '{title}': {_mib(other)} that fio "
+            f"did not do (read {_mib(other_read)}, written {_mib(other_write)} beyond fio's "
+            f"{_mib(fio_read)} read, {_mib(fio_write)} written): another process used the "
+            "device, so this job's figures may be low"
+            + ("; with direct = false, fio's own buffered writes may land in a later job"
+               if buffered else ""))
+
+
+def _mib(n: float) -> str:
+    return f"{n / 1024**2:,.0f} MiB"
+
+
 def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings,
               band: float = 0.0) -> Measurement:
     """A bandwidth job's summed bytes/s against its minimum, with efficiency vs the ceiling."""

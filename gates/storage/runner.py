@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -44,6 +46,28 @@ INSTALL_HINTS = {
 }
 
 
+def _libc_prctl() -> Callable[..., int] | None:
+    # Looked up once in kvgate itself: the forked child must not load libraries.
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_PRCTL = _libc_prctl()
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    # In the child, before exec: SIGTERM when kvgate dies, kill -9 included (fio then stops its
+    # workers; SIGKILL would orphan them). Linux sends it when the *thread* that forked the child
+    # ends, so run() waits for its child in the thread that started it.
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # kvgate died before prctl: no signal will come
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the child's whole process group (fio forks workers into it)."""
     with contextlib.suppress(ProcessLookupError):  # already gone
@@ -51,7 +75,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class SubprocessRunner:
-    """The real runner: a child process in its own session, killed whole on timeout."""
+    """The real runner: a child process in its own session, killed whole on timeout, and
+    ended with kvgate, however kvgate ends (on Linux)."""
 
     def __init__(self, tick_interval: float = 0.25):
         self.tick_interval = tick_interval
@@ -64,7 +89,8 @@ class SubprocessRunner:
             # errors="replace": a stray non-UTF-8 byte in a tool's output is not a crash.
             proc = subprocess.Popen(list(argv), cwd=cwd, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, errors="replace",
-                                    start_new_session=True)
+                                    start_new_session=True,
+                                    preexec_fn=functools.partial(_die_with_parent, os.getpid()))
         except FileNotFoundError as exc:
             if cwd is not None and not Path(cwd).is_dir():
                 raise  # the working directory is missing, not the tool

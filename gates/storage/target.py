@@ -44,12 +44,8 @@ def _allocated(st: os.stat_result) -> int:
     return min(st.st_size, st.st_blocks * 512)
 
 
-def check_directory(target: Target, needed: int, ours: set[str]) -> Path:
-    """The target directory, checked to exist (or be created), be writable and have room.
-
-    ``needed`` is the space for all of ``ours`` together; files of an earlier run with those
-    names count as reusable space, each up to its share of ``needed``.
-    """
+def ensure_directory(target: Target) -> Path:
+    """The target directory, created when it is missing and ``create = true`` allows it."""
     directory = target.directory
     vet_directory(directory)
     if not directory.exists():
@@ -69,6 +65,16 @@ def check_directory(target: Target, needed: int, ours: set[str]) -> Path:
                               f"{exc.strerror or exc}") from None
     if not directory.is_dir():
         raise TargetError(f"target {directory} is not a directory (site.toml [target] directory)")
+    return directory
+
+
+def check_directory(target: Target, needed: int, ours: set[str]) -> Path:
+    """The target directory, checked to exist (or be created), be writable and have room.
+
+    ``needed`` is the space for all of ``ours`` together; files of an earlier run with those
+    names count as reusable space, each up to its share of ``needed``.
+    """
+    directory = ensure_directory(target)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise TargetError(f"target directory {directory} is not writable by this user")
     share = needed // len(ours) if ours else 0
@@ -108,6 +114,32 @@ def foreign_filesystem(path: Path, target: Path) -> str:
             f"the target {target} (device {os.major(theirs)}:{os.minor(theirs)}): the "
             "candidate's KV must live on the storage under test (kv_root may add a path, "
             "never another filesystem)")
+
+
+def watched_device(path: Path, sysfs: Path = Path("/sys/dev/block")) -> tuple[str, str]:
+    """(kernel name, "") of the block device whose I/O counters show who else uses the target
+    at ``path`` (a partition's whole disk: its other partitions contend too), or ("", why not).
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return "", f"cannot stat {path}: {exc.strerror or exc}"
+    number = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+    node = sysfs / f"{os.major(number)}:{os.minor(number)}"
+    if not node.exists():
+        return "", (f"{path} is on no local block device (device {os.major(number)}:"
+                    f"{os.minor(number)}: tmpfs, overlay, NFS or the like)")
+    real = node.resolve()
+    return (real.parent if (real / "partition").exists() else real).name, ""
+
+
+def device_bytes(name: str, sysfs: Path = Path("/sys/class/block")) -> tuple[int, int] | None:
+    """Bytes read and written by a block device since boot (sysfs ``stat``), or None."""
+    try:
+        fields = (sysfs / name / "stat").read_text().split()
+        return int(fields[2]) * 512, int(fields[6]) * 512  # sectors: always 512 bytes here
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @dataclass

@@ -1,8 +1,6 @@
 """llama.cpp: install (build from PyPI source), the tiny model, the slot client, cold recovery."""
 
 from .cold import (
-    drop_page_cache,
-    process_read_bytes,
     run_slot_cold_recovery,
     slot_attribution,
     slot_file,
@@ -45,12 +43,10 @@ __all__ = [
     "SlotStream",
     "cache_root",
     "chunk_token_ids",
-    "drop_page_cache",
     "find_install",
     "install",
     "install_dir",
     "parse_slot_result",
-    "process_read_bytes",
     "run_slot_cold_recovery",
     "slot_attribution",
     "slot_body",

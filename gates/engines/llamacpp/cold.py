@@ -1,17 +1,16 @@
 """Cold recovery on llama.cpp: seed = prefill + slot save, evict = slot erase, probe = restore.
 
 A probe's TTFT runs from kvgate's restore request to the first content token, measured here,
-not taken from the server. Before the probe every slot file is fsynced and dropped from the
-page cache (posix_fadvise DONTNEED: no root needed, and only files in the arm's KV directory
-are touched), so each restore reads the storage under test. The proof of storage reads comes
-from the restores' own answers (tokens, bytes), the server process's read_bytes, and the
-devices' read bytes. An arm without a KV directory skips the restore and recomputes.
+not taken from the server. Before the probe every slot file is dropped from the page cache
+(gates.inference.drop_page_cache), so each restore reads the storage under test. The proof of
+storage reads comes from the restores' own answers (tokens, bytes), the server process's
+read_bytes, and the devices' read bytes. An arm without a KV directory skips the restore and
+recomputes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +19,6 @@ import aiohttp
 
 from ...core import RequestOutcome, RequestRecord, percentile
 from ...inference import (
-    MARKER,
     PROBE,
     READ_BUFFER,
     SEED,
@@ -39,9 +37,12 @@ from ...inference import (
     StorageAttribution,
     attribute,
     device_read_bytes,
+    drop_page_cache,
     judge_self_check,
+    read_bytes_delta,
     scrape_all,
     server_identity,
+    tree_read_bytes,
 )
 from .http import SlotError, SlotResult, send_to_slot, slot_action, total_slots
 
@@ -51,37 +52,6 @@ ENGINE = "llamacpp"
 def slot_file(request: PlannedLike) -> str:
     """The slot-save file name of a context (llama-server wants a bare file name)."""
     return f"{getattr(request, 'context_id', None) or request.request_id}.bin"
-
-
-def drop_page_cache(kv_dir: Path) -> str:
-    """fsync and posix_fadvise(DONTNEED) every file in kv_dir; says what was done."""
-    files = [p for p in sorted(kv_dir.iterdir()) if p.is_file() and p.name != MARKER]
-    total = 0
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # dirty pages are not dropped: write them out first
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            total += os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-    return (f"posix_fadvise(DONTNEED) after fsync on {len(files)} slot files "
-            f"({total / 1e6:.1f} MB) in {kv_dir}")
-
-
-def process_read_bytes(pid: int | None, proc: Path = Path("/proc")) -> int | None:
-    """read_bytes of /proc/PID/io: bytes the process made the storage layer fetch."""
-    if pid is None:
-        return None
-    try:
-        lines = (proc / str(pid) / "io").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key == "read_bytes" and value.strip().isdigit():
-            return int(value)
-    return None
 
 
 class SlotRunner:
@@ -230,9 +200,9 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         dropped = drop_page_cache(kv_dir) if kv_dir is not None else ""
         runner.actions.clear()
         before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
-        io_before = process_read_bytes(pid)
+        io_before = tree_read_bytes(pid)
         probe = await runner.phase(plan.phase(PROBE), PROBE, on_record)
-        io_after = process_read_bytes(pid)
+        io_after = tree_read_bytes(pid)
         after, disk_after = await scrape_all(source, endpoints), disks and disks.read()
     attribution = slot_attribution(before[0], after[0], list(runner.actions.values())) \
         if kv_dir is not None else attribute(ENGINE, before[0], after[0]).model_copy(
@@ -243,6 +213,5 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         expected_kv_tokens=plan.total_expected_kv_tokens,
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,
-        process_read_bytes=None if io_before is None or io_after is None
-        else io_after - io_before, page_cache=dropped,
+        process_read_bytes=read_bytes_delta(io_before, io_after), page_cache=dropped,
         probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server)

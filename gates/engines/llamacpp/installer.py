@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ...core import LLAMACPP_PINNED
+from ..installs import InstallError, cache_root, run_step
 from .model import EXTRA, ModelShape, write_tiny_gguf
 
 PACKAGE = "llama-cpp-python"
@@ -37,10 +38,6 @@ CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA
                f"-DCMAKE_CXX_FLAGS_RELEASE={OPT} -DNDEBUG"]
 GGML_FLAGS = ('set(CMAKE_C_FLAGS_RELEASE "-O3 -DNDEBUG")\n'
               'set(CMAKE_CXX_FLAGS_RELEASE "-O3 -DNDEBUG")\n')
-
-
-class InstallError(Exception):
-    """An install step failed; the message names the step, the command and its log."""
 
 
 class LlamaCppInstall(BaseModel):
@@ -65,14 +62,6 @@ class LlamaCppInstall(BaseModel):
         return f"llama.cpp llama-server{build}, vendored in {PACKAGE} {self.version}"
 
 
-def cache_root() -> Path:
-    """Where kvgate keeps builds: $KVGATE_CACHE, else $XDG_CACHE_HOME/kvgate, else ~/.cache."""
-    if os.environ.get("KVGATE_CACHE"):
-        return Path(os.environ["KVGATE_CACHE"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kvgate"
-
-
 def install_dir(version: str = PINNED, root: Path | None = None) -> Path:
     """The cache directory of one llama.cpp version."""
     return (root or cache_root()) / "llamacpp" / version
@@ -89,24 +78,9 @@ def find_install(version: str = PINNED, root: Path | None = None) -> LlamaCppIns
     return found if found.usable() and found.cmake_flags == CMAKE_FLAGS else None
 
 
-def _run(step: str, argv: list[str], log: Path, cwd: Path | None = None) -> None:
-    with open(log, "ab") as out:
-        out.write(f"\n=== {step}: {' '.join(argv)}\n".encode())
-        out.flush()
-        try:
-            done = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, check=False)
-        except OSError as exc:
-            raise InstallError(f"{step}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise InstallError(f"{step} failed (exit {done.returncode}): {' '.join(argv)}\n"
-                           f"--- last lines of {log} ---\n{tail}")
-
-
 def fetch_source(version: str, work: Path, log: Path) -> Path:
     """pip-download the sdist and unpack it; returns the vendored llama.cpp tree."""
-    _run("download the sdist from PyPI", [sys.executable, "-m", "pip", "download", "--no-deps",
+    run_step("download the sdist from PyPI", [sys.executable, "-m", "pip", "download", "--no-deps",
                                           "--no-binary", ":all:", f"{PACKAGE}=={version}",
                                           "-d", str(work)], log)
     archives = sorted(work.glob("llama_cpp_python-*.tar.gz"))
@@ -130,10 +104,10 @@ def build_server(tree: Path, build: Path, jobs: int, log: Path) -> Path:
     build.mkdir(parents=True, exist_ok=True)
     ggml = build / "kvgate-ggml-flags.cmake"  # runs inside ggml's project(): its flags only
     ggml.write_text(GGML_FLAGS)
-    _run("cmake configure", ["cmake", "-S", str(tree), "-B", str(build), *generator,
+    run_step("cmake configure", ["cmake", "-S", str(tree), "-B", str(build), *generator,
                              *CMAKE_FLAGS, f"-DCMAKE_PROJECT_ggml_INCLUDE={ggml}", *launcher],
          log)
-    _run("cmake build", ["cmake", "--build", str(build), "--target", SERVER, "-j", str(jobs)],
+    run_step("cmake build", ["cmake", "--build", str(build), "--target", SERVER, "-j", str(jobs)],
          log)
     binary = build / "bin" / SERVER
     if not binary.is_file():

@@ -1,0 +1,56 @@
+"""G2 then G3 through `kvgate run` against a real engine: the world, the runs, the records.
+
+Shared by tests/test_llamacpp_e2e.py and tests/test_vllm_e2e.py: a passing G1 record, a small
+thresholds file (one concurrency level, two repetitions), the engine's site file; G3 runs only
+on a G2 that passed, and a G2 that did not says whether contention caused it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _timing import g2_failure
+from test_g2g3_e2e import passed_g1
+
+
+def engine_world(root: Path, repo: Path, site_text: str) -> Path:
+    """root with thresholds.toml for a small run, site.toml, and a passing G1 record."""
+    text = (repo / "thresholds.toml").read_text()
+    text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
+    text = text.replace("repetitions = 3", "repetitions = 2")
+    text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
+    (root / "thresholds.toml").write_text(text)
+    (root / "site.toml").write_text(site_text)
+    passed_g1(root / "out")
+    return root
+
+
+def run_gate(world: Path, gate: str, timeout: float) -> tuple[subprocess.CompletedProcess, dict]:
+    """`kvgate run GATE` on the world's files; its result and the record it wrote."""
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", gate, "--site",
+                           str(world / "site.toml"), "--thresholds",
+                           str(world / "thresholds.toml"), "--out", str(world / "out")],
+                          capture_output=True, text=True, timeout=timeout)
+    found = sorted((world / "out").glob(f"*/{gate}.json"))
+    assert found, f"kvgate run {gate} wrote no record:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    return done, json.loads(found[-1].read_text())
+
+
+def g2_on(world: Path, timeout: float) -> dict:
+    """G2 on the world's engine; a run that could not judge (exit 2, 3) fails with its output."""
+    done, record = run_gate(world, "g2", timeout)
+    assert done.returncode in (0, 1), done.stdout[-3000:]
+    return record
+
+
+def g3_on(world: Path, g2: dict, timeout: float) -> dict:
+    """G3 against a G2 record that must have passed; a G2 that did not says why."""
+    # A timing failure says whether contention caused it: the failing checks, and the CPU
+    # other processes took during each baseline repetition.
+    assert g2["verdict"] == "PASS", g2_failure(world / "out", g2)
+    done, record = run_gate(world, "g3", timeout)
+    assert done.returncode in (0, 1), done.stdout[-3000:]
+    return record

@@ -1,0 +1,77 @@
+"""The arm protocol: an arm kept running for all its repetitions, against the real simulator."""
+
+import os
+import sys
+
+import psutil
+
+from gates.core import Arm, WorkloadSettings
+from gates.engines import ProtocolError, run_arm_once, start_arm
+
+SIM = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--kv-dir", "{kv_dir}", "--port",
+       "{port}"]
+WORKLOAD = WorkloadSettings(contexts=2, context_tokens=256, question_tokens=8, output_tokens=4,
+                            chunk_tokens=256, warmup=0)
+
+
+def sim_arm(tmp_path, **extra):
+    return Arm(kind="launch", engine="kvgate-sim", model="kvgate-sim-tiny", command=SIM,
+               kv_dir=tmp_path / "target" / "kv", startup_timeout=60.0, stop_timeout=10.0,
+               fresh_each_repetition=False, **extra)
+
+
+def test_a_kept_arm_serves_every_repetition_from_one_process(tmp_path):
+    arm = sim_arm(tmp_path)
+    (tmp_path / "target").mkdir()
+    process = start_arm("candidate", arm, tmp_path / "candidate.log", "r1", tmp_path / "target")
+    try:
+        pid = process.pid
+        reps = [run_arm_once("candidate", arm, WORKLOAD, 1, i, log=tmp_path / f"r{i}.log",
+                             kv_root=tmp_path / "target", run_id="r1", process=process)
+                for i in range(2)]
+        assert process.alive() and process.pid == pid  # not restarted between repetitions
+    finally:
+        process.stop()
+    assert not process.alive()
+    for r in reps:
+        # The reset between repetitions and the emptied kv_dir: every probe read its KV from
+        # the files of its own repetition's seed, none came from the GPU cache.
+        assert r.errors == 0 and r.storage_read_tokens == r.expected_kv_tokens == 512
+        assert r.gpu_hit_tokens == 0
+        assert "posix_fadvise(DONTNEED)" in r.page_cache
+        assert r.process_read_bytes is not None
+    assert not any((tmp_path / f"r{i}.log").exists() for i in range(2))  # one log: the kept one
+
+
+def test_a_kept_arm_that_will_not_start_names_the_arm_and_its_log(tmp_path):
+    arm = sim_arm(tmp_path).model_copy(update={"command": [sys.executable, "-c",
+                                                           "import sys; sys.exit(3)"]})
+    (tmp_path / "target").mkdir()
+    try:
+        start_arm("candidate", arm, tmp_path / "candidate.log", "r1", tmp_path / "target")
+    except ProtocolError as exc:
+        assert str(exc).startswith("arm 'candidate' (start): ") and "exited with code 3" in str(exc)
+        assert "last lines of" in str(exc)
+    else:
+        raise AssertionError("a server that exits at once was taken for a running arm")
+
+
+def test_an_arm_s_cpus_hold_the_engine_and_everything_it_forks(tmp_path):
+    core = min(os.sched_getaffinity(0))
+    arm = sim_arm(tmp_path).model_copy(update={"cpus": [core], "kv_dir": None})
+    process = start_arm("baseline", arm, tmp_path / "baseline.log", "r1")
+    try:
+        assert psutil.Process(process.pid).cpu_affinity() == [core]
+    finally:
+        process.stop()
+
+
+def test_cpus_this_host_cannot_give_are_refused_before_the_engine_starts(tmp_path):
+    arm = sim_arm(tmp_path).model_copy(update={"cpus": [4096], "kv_dir": None})
+    try:
+        start_arm("baseline", arm, tmp_path / "baseline.log", "r1")
+    except ProtocolError as exc:
+        assert "cpus = [4096]: core(s) 4096 are not available" in str(exc)
+    else:
+        raise AssertionError("an impossible core set was accepted")
+    assert not (tmp_path / "baseline.log").exists()

@@ -1,0 +1,314 @@
+"""Issue #17, "Nothing silent": a killed soak is said to be dead, and resumes as it was started.
+
+Before the fix `kvgate soak status` showed a soak whose runner had been killed with kill -9 as
+if it were running ("window 3/9, gaps 0 s"), and `kvgate soak resume` dropped --force and ended
+BLOCKED under a new run id, leaving the killed engine's log outside every record's evidence.
+
+The end-to-end test runs `kvgate run g4 --force` for real (a launched simulator arm, fio verify
+on a temporary directory) in a child process, kills that process with SIGKILL after a few
+committed windows, then asks `kvgate soak status` and `kvgate soak resume` as a user would.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _chain import SITE, add_gate, m, open_run
+
+from gates.cli import main
+from gates.core import Limit
+from gates.soak import (
+    RunnerMark,
+    SoakBusy,
+    SoakPlan,
+    SoakRunner,
+    SoakStore,
+    carry_engine_logs,
+    judge,
+    process_gone,
+    this_runner,
+)
+from gates.store import Store
+
+SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
+
+
+def site_text(target: Path) -> str:
+    return f"""
+[site]
+name = "{SITE}"
+[target]
+directory = "{target}"
+create = true
+[fio]
+file_size = "16MiB"
+[soak]
+sessions = 2
+turns = 2
+first_tokens = 128
+turn_tokens = 16
+output_tokens = 8
+verify_size = "4MiB"
+[arms.baseline]
+kind = "endpoint"
+urls = ["http://127.0.0.1:9"]
+[arms.candidate]
+kind = "launch"
+engine = "kvgate-sim"
+model = "kvgate-sim-tiny"
+startup_timeout = "60s"
+stop_timeout = "10s"
+command = {SIM}, "--kv-dir", "{{kv_dir}}"]
+kv_dir = "{target}/kv-candidate"
+[arms.recompute]
+kind = "endpoint"
+urls = ["http://127.0.0.1:9"]
+"""
+
+
+def failed_g3(out: Path) -> None:
+    """A G3 that did not pass (so G4 needs --force), with the repetitions G4 starts from."""
+    with Store(out) as store:
+        folder = open_run(store, "g3-run")
+        reps = folder / "evidence" / "g3-candidate-repetitions.json"
+        reps.write_text(json.dumps([{"arm": "candidate", "concurrency": 2, "repetition": r,
+                                     "ttfts": [0.1], "output_throughput": 50.0, "sent": 4,
+                                     "errors": 0} for r in range(2)]))
+        store.add_evidence("g3-run", reps)
+        add_gate(store, "g3-run", "g3", measurements=[
+            m("g3.ttft_p50_reduction", 5, Limit.at_least(30, "%"), 2)])
+
+
+def kvgate(*argv, cwd):
+    done = subprocess.run([sys.executable, "-m", "gates.cli", *map(str, argv)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout.replace("\n", " ") + done.stderr
+
+
+def killed_soak(root: Path, windows: int) -> tuple[str, int, list]:
+    """`kvgate run g4 --force …` killed with SIGKILL once `windows` windows are committed."""
+    out = root / "out"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gates.cli", "run", "g4", "--force", "--site", "site.toml",
+         "--thresholds", "thresholds.toml", "--out", "out", "--soak-duration", "12s",
+         "--soak-window", "2s"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_id, committed = "", []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if (out / "kvgate.sqlite").exists():
+                with Store(out) as peek:
+                    soaks = SoakStore(peek)
+                    run_id = soaks.latest()
+                    committed = soaks.windows(run_id) if run_id else []
+                if len(committed) >= windows:
+                    break
+            time.sleep(0.1)
+        assert len(committed) >= windows, f"the soak did not get going (exit {child.poll()})"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    with Store(out) as store:
+        committed = SoakStore(store).windows(run_id)
+    return run_id, child.pid, committed
+
+
+@pytest.fixture
+def world(tmp_path, repo):
+    (tmp_path / "site.toml").write_text(site_text(tmp_path / "target"))
+    (tmp_path / "target").mkdir()
+    (tmp_path / "thresholds.toml").write_text((repo / "thresholds.toml").read_text())
+    failed_g3(tmp_path / "out")
+    return tmp_path
+
+
+def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run(world):
+    run_id, pid, before = killed_soak(world, windows=2)
+    out, folder = world / "out", world / "out" / run_id
+    assert 2 <= len(before) < 6
+    killed_log = (folder / "evidence" / "g4-arm-candidate.log").read_text()
+    assert "=== kvgate: arm candidate starting" in killed_log
+    assert not (folder / "g4.json").exists()  # kill -9: the record was never written
+
+    code, said = kvgate("soak", "status", run_id, "--out", out, cwd=world)
+    assert code == 1, said
+    assert f"window {len(before)}/6" in said
+    resume = f"kvgate soak resume {run_id} --out {out}"
+    assert f"runner: not running (runner pid {pid} is gone, last heartbeat at " in said
+    assert f"): resume with `{resume}`" in said
+
+    # Resumed from elsewhere, naming neither file: the soak's plan knows them, and --force.
+    code, said = kvgate(*resume.split()[1:], cwd=world.parent)
+    assert code in (0, 1), said[-3000:]  # a 12 s soak may FAIL drift or stability; not BLOCKED
+    assert f"resuming soak {run_id} in its own run {run_id}, forced past the upstream gate" \
+        in said
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"g3-run", "pytest-html", run_id}
+    record = json.loads((folder / "g4.json").read_text())
+    assert record["run_id"] == run_id and record["forced"] is True
+    assert record["verdict"] in ("PASS", "FAIL")
+    assert "FORCED: run despite the upstream gate: G3 did not pass (run g3-run: FAIL)" in \
+        record["deviations"]
+    assert any(d.startswith("not running for ") for d in record["deviations"])  # the gap
+    assert record["facts"]["windows"] == "6 of 6 committed"
+    assert record["facts"]["soak run"] == run_id
+    # The killed engine's log is evidence of the record, under a name that says so.
+    earlier = folder / "evidence" / "g4-arm-candidate.before-resume-1.log"
+    assert earlier.read_text() == killed_log
+    assert {"evidence/g4-arm-candidate.before-resume-1.log",
+            "evidence/g4-arm-candidate.log"} <= set(record["evidence"])
+    assert record["facts"]["engine logs before the resume"].startswith(
+        "evidence/g4-arm-candidate.before-resume-1.log (")
+    assert "=== kvgate: arm candidate starting" in \
+        (folder / "evidence" / "g4-arm-candidate.log").read_text()
+    with Store(out) as store:
+        after = SoakStore(store).windows(run_id)
+    assert [w.model_dump() for w in after[:len(before)]] == [w.model_dump() for w in before]
+
+    code, said = kvgate("soak", "status", run_id, "--out", out, cwd=world)
+    assert code == 0 and "runner: finished" in said and "window 6/6" in said
+    code, said = kvgate("verify", folder, cwd=world)
+    assert code == 4 and "ALTERED" not in said, said  # intact; the tests sign nothing
+
+
+# ---- status and resume around a runner killed in a child process --------------------------
+
+SLEEPER = """
+import sys, time
+from pathlib import Path
+from gates.core import RequestRecord
+from gates.soak import SoakPlan, SoakRunner
+from gates.store import Store
+
+class Sleep:
+    def run(self, index, seconds):
+        time.sleep(seconds)
+        return [RequestRecord(request_id=f"w{index}", t0=0.0, ttft=0.1, e2e=0.2,
+                              content_times=[0.1, 0.2], output_tokens=10)]
+
+store = Store(Path(sys.argv[1]))
+store.begin_run("soak-k", "test site")
+SoakRunner.start(store, SoakPlan(run_id="soak-k", duration=60.0, window=0.5), Sleep()).run()
+"""
+
+
+@pytest.fixture
+def running(tmp_path):
+    """A soak runner in a child process, two windows in; yields (out, child)."""
+    out = tmp_path / "out"
+    child = subprocess.Popen([sys.executable, "-c", SLEEPER, str(out)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if (out / "kvgate.sqlite").exists():
+                with Store(out) as peek:
+                    if len(SoakStore(peek).windows("soak-k")) >= 2:
+                        break
+            time.sleep(0.05)
+        yield out, child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_status_of_a_runner_killed_with_sigkill_says_not_running_and_how_to_resume(
+        running, capsys):
+    out, child = running
+    assert main(["soak", "status", "soak-k", "--out", str(out)]) == 0
+    assert f"runner: running (runner pid {child.pid}, last heartbeat at " in \
+        capsys.readouterr().out
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert main(["soak", "status", "--out", str(out)]) == 1
+    said = capsys.readouterr().out.replace("\n", " ")
+    assert f"runner: not running (runner pid {child.pid} is gone, last heartbeat at " in said
+    assert f"): resume with `kvgate soak resume soak-k --out {out}`" in said
+
+
+def test_a_soak_whose_runner_is_alive_is_not_resumed_beside_it(running, capsys):
+    out, child = running
+    assert main(["soak", "resume", "soak-k", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"soak soak-k is running (runner pid {child.pid}" in err
+    assert "it cannot be resumed beside its runner" in err
+    with Store(out) as store:
+        with pytest.raises(SoakBusy, match="while its runner may still write windows"):
+            SoakRunner.resume(store, "soak-k", load=None)
+        assert not [d for d in SoakStore(store).deviations("soak-k") if d.kind == "gap"]
+
+
+# ---- the runner's mark, judged --------------------------------------------------------------
+
+def mark(**kw):
+    return RunnerMark(**({"pid": os.getpid(), "created": this_runner().created,
+                          "host": this_runner().host, "heartbeat": 1000.0} | kw))
+
+
+def test_a_reused_pid_a_stale_heartbeat_and_another_host_are_told_apart():
+    resume = "kvgate soak resume r"
+    fresh = judge(mark(), window=300, finished=False, resume=resume, now=1010.0)
+    assert fresh.kind == "running" and not fresh.text.startswith("not")
+    reused = judge(mark(created=1.0), 300, False, resume, now=1010.0)
+    assert reused.kind == "gone" and "is gone (that pid is now another process)" in reused.text
+    assert process_gone(os.getpid(), 1.0) and not process_gone(os.getpid(),
+                                                                this_runner().created)
+    hung = judge(mark(), 300, False, resume, now=1000.0 + 3 * 300 + 61)
+    assert hung.kind == "hung" and hung.busy
+    assert hung.text.startswith(f"not responding (runner pid {os.getpid()} is alive")
+    away = judge(mark(host="elsewhere", pid=1), 300, False, resume, now=1010.0)
+    assert away.kind == "running" and "the pid cannot be checked from here" in away.text
+    lost = judge(mark(host="elsewhere", pid=1), 300, False, resume, now=1000.0 + 3 * 300 + 61)
+    assert lost.kind == "gone" and lost.text.endswith(f"resume with `{resume}`")
+    stopped = judge(mark(state="stopped", reason="ArmError: engine died"), 300, False, resume)
+    assert stopped.text.startswith(f"not running (runner pid {os.getpid()} stopped before the "
+                                   "last window: ArmError: engine died")
+    assert judge(None, 300, True, resume).kind == "finished"
+    assert judge(None, 300, False, resume).kind == "unknown"
+
+
+def test_the_runner_marks_itself_and_says_why_it_stopped(tmp_path):
+    class Boom:
+        def run(self, index, seconds):
+            raise RuntimeError("engine gone")
+    with Store(tmp_path) as store:
+        store.begin_run("r", "s")
+        runner = SoakRunner.start(store, SoakPlan(run_id="r", duration=10, window=5), Boom())
+        assert SoakStore(store).runner("r").state == "running"
+        with pytest.raises(RuntimeError):
+            runner.run()
+        left = SoakStore(store).runner("r")
+        assert (left.state, left.reason, left.pid) == ("stopped", "RuntimeError: engine gone",
+                                                       os.getpid())
+
+
+# ---- the earlier engine logs carried into the resumed record's evidence ---------------------
+
+def test_earlier_engine_logs_are_carried_into_the_resumed_run_by_name(tmp_path):
+    with Store(tmp_path) as store:
+        store.begin_run("a", "s")
+        log = store.run_dir("a") / "evidence" / "g4-arm-candidate.log"
+        log.write_text("engine before the kill\nTraceback (most recent call last)\n")
+        # In the soak's own run: renamed, hashed; the resumed engine writes the usual name.
+        new, carried = carry_engine_logs(store, "a", "a", log.name)
+        assert new == log and not log.exists()
+        assert [p.name for p in carried] == ["g4-arm-candidate.before-resume-1.log"]
+        assert "evidence/g4-arm-candidate.before-resume-1.log" in store.manifest("a")
+        # The soak's run has its G4 record already: the logs are copied into the new run.
+        log.write_text("engine after the first resume\n")
+        store.add_evidence("a", log)
+        store.begin_run("b", "s")
+        new, carried = carry_engine_logs(store, "b", "a", log.name)
+        assert new == store.run_dir("b") / "evidence" / log.name
+        assert [p.read_text() for p in carried] == [
+            "engine before the kill\nTraceback (most recent call last)\n",
+            "engine after the first resume\n"]
+        assert set(store.manifest("b")) == {"evidence/g4-arm-candidate.before-resume-1.log",
+                                            "evidence/g4-arm-candidate.before-resume-2.log"}
+        # A log hashed already in the soak's run is never appended to.
+        new, carried = carry_engine_logs(store, "a", "a", log.name)
+        assert new.name == "g4-arm-candidate.after-resume-1.log" and carried == []
