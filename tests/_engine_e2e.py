@@ -10,10 +10,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
-from _timing import g2_failure
+from _timing import TIMING_CHECKS, failed, g2_failure
 from test_g2g3_e2e import passed_g1
+
+
+def only_timing(record: dict) -> bool:
+    """Whether every check the record did not pass is a timing check (CV, generator lag)."""
+    bad = failed(record)
+    return bool(bad) and all(m["id"] in TIMING_CHECKS for m in bad)
 
 
 def engine_world(root: Path, repo: Path, site_text: str) -> Path:
@@ -40,9 +47,18 @@ def run_gate(world: Path, gate: str, timeout: float) -> tuple[subprocess.Complet
 
 
 def g2_on(world: Path, timeout: float) -> dict:
-    """G2 on the world's engine; a run that could not judge (exit 2, 3) fails with its output."""
+    """G2 on the world's engine, once more if it failed on timing alone (saying why).
+
+    Two repetitions on a shared 2-core host: a CV of 6-8 % happens with no other process on the
+    CPU (the engine's own threads queue for it). A G2 that failed on other checks, or twice, is
+    what the test reports, with the CPU each repetition saw.
+    """
     done, record = run_gate(world, "g2", timeout)
     assert done.returncode in (0, 1), done.stdout[-3000:]
+    if record["verdict"] != "PASS" and only_timing(record):
+        warnings.warn(f"G2 retried once: {g2_failure(world / 'out', record)}", stacklevel=2)
+        done, record = run_gate(world, "g2", timeout)
+        assert done.returncode in (0, 1), done.stdout[-3000:]
     return record
 
 

@@ -27,6 +27,7 @@ from gates.core import (
     G1Limits,
     G3Limits,
     G4Limits,
+    Site,
     UnitError,
     parse_duration,
     parse_percent,
@@ -260,3 +261,11 @@ def test_a_written_key_is_in_its_range_or_refused_naming_the_value(text):
             assert f"key '{key}'" in str(exc) and repr(text) in str(exc)
             continue
         assert fits(value)
+
+
+def test_a_bare_stall_timeout_is_refused_and_a_written_one_read(tmp_path):
+    base = {"site": {"name": "s"}, "target": {"directory": "/t"}, "fio": {"file_size": "1MiB"}}
+    with pytest.raises(ConfigError, match=r"workload.stall_timeout.*600.0 has no unit"):
+        validate(Site, base | {"workload": {"stall_timeout": 600.0}}, tmp_path / "site.toml")
+    site = validate(Site, base | {"workload": {"stall_timeout": "10m"}}, tmp_path / "site.toml")
+    assert site.workload.stall_timeout == 600.0

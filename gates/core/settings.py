@@ -17,7 +17,7 @@ from pydantic import (
 from .arms import Arms
 from .steady import ROUNDS
 from .strict import Strict
-from .units import MAX_DURATION, Duration, Rate, Size
+from .units import Duration, Rate, Size
 
 # What fio accepts (fio 3.x source, github.com/axboe/fio; fio 3.33 checked): one fio process
 # holds at most 4088 jobs (fio.h REAL_MAX_JOBS 4096 in segments of JOBS_PER_SEG 8; init.c
@@ -175,9 +175,7 @@ class WorkloadSettings(Strict):
     warmup: int = Field(default=2, ge=0)
     eviction: Literal["reset", "flood", "restart", "none"] = "reset"  # none: proof must fail
     filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
-    # Seconds as a bare number (every example writes 600.0): the one time not yet a Duration.
-    stall_timeout: float = Field(default=120.0, gt=0, le=MAX_DURATION, description=(
-        "seconds; at most 30 days"))
+    stall_timeout: Duration = Field(default=120.0, gt=0)  # no streamed byte this long: timed out
     # KV bytes one token occupies on the tier, to refuse a workload the KV directory cannot
     # hold; None = derive it from [sizing] (model, dtype, TP).
     kv_bytes_per_token: PositiveInt | None = None

@@ -7,6 +7,11 @@ from .choice import (
     engine_problems,
     server_command,
 )
+from .installs import (
+    InstallError,
+    cache_root,
+    run_step,
+)
 from .protocol import (
     ProtocolError,
     run_arm_once,
@@ -16,10 +21,13 @@ from .protocol import (
 __all__ = [
     "CANDIDATE_DIR",
     "EngineRun",
+    "InstallError",
     "ProtocolError",
+    "cache_root",
     "choose_engine",
     "engine_problems",
     "run_arm_once",
+    "run_step",
     "server_command",
     "start_arm",
 ]
