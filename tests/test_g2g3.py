@@ -240,7 +240,7 @@ def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_prob
     disk = ms["KV devices' read bytes vs the engine's storage reads @ concurrency 1"]
     own = ms["Engine process's storage reads vs its KV restores @ concurrency 1"]
     assert disk.outcome is Outcome.PASS and round(disk.value, 1) == 103.1, disk
-    assert "the KV the probes needed (8,192 B/token)" in disk.note
+    assert "the KV bytes the probe needed 67,108,864" in disk.note
     assert own.outcome is Outcome.PASS and round(own.value, 2) == 100.01, own
     unknown = by_name(storage_proof(1, cand, G3Limits()))
     assert unknown["KV devices' read bytes vs the engine's storage reads @ concurrency 1"] \

@@ -9,23 +9,16 @@ from __future__ import annotations
 
 from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
 from .proof import GPU_HIT_MAX
-from .repetitions import Repetition
+from .repetitions import Repetition, probe_evidence
 
 PROOF_FAILED = "KV did not come from the candidate storage"
 
 
 def reference_bytes(cand: list[Repetition],
                     kv_bytes_per_token: int | None) -> tuple[float | None, str]:
-    """What the storage side is held against: the engine's byte counter, else the KV bytes the
-    probes needed (tokens x bytes per token), as the evidence chain does; None without either."""
-    engine = [r.storage_read_bytes for r in cand]
-    if engine and all(e is not None for e in engine) and sum(engine):
-        return float(sum(engine)), "the engine's restores"
-    if kv_bytes_per_token:
-        need = sum(r.expected_kv_tokens for r in cand) * kv_bytes_per_token
-        return (float(need), f"the KV the probes needed ({kv_bytes_per_token:,} B/token)") \
-            if need else (None, "")
-    return None, ""
+    """What the storage side is held against, as the evidence chain holds it."""
+    reference, what = probe_evidence(cand, kv_bytes_per_token).storage_reference()
+    return (reference or None), what
 
 
 def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,

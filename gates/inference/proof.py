@@ -44,6 +44,13 @@ class ProbeEvidence(BaseModel):
     kv_dir: str = ""  # the arm's KV directory on the storage under test
     kv_dir_bytes: int | None = None  # the most its files held after a repetition
 
+    def storage_reference(self) -> tuple[float | None, str]:
+        """What the storage side is held against: the engine's read bytes, else the KV bytes
+        the probes needed (tokens x bytes per token); None without either."""
+        if self.storage_read_bytes:
+            return self.storage_read_bytes, "the engine's read bytes"
+        return self.expected_bytes, "the KV bytes the probe needed"
+
     @property
     def expected_bytes(self) -> float | None:
         """KV bytes the probe needed, from the model geometry; None when unknown."""
@@ -157,8 +164,7 @@ def _engine_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
 
 
 def _storage_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
-    reference, what = (p.storage_read_bytes, "the engine's read bytes") \
-        if p.storage_read_bytes else (p.expected_bytes, "the KV bytes the probe needed")
+    reference, what = p.storage_reference()
     lo, hi = ctx.band
     rows = []
     s = p.storage or StorageReads()

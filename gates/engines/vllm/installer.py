@@ -136,9 +136,11 @@ def _pip_with_progress(venv_python: Path, spec: str, log: Path, retry: str, say)
 
     thread, started = threading.Thread(target=work, daemon=True), time.monotonic()
     thread.start()
-    while thread.join(20.0) or thread.is_alive():
+    thread.join(20.0)
+    while thread.is_alive():
         say(f"  ... pip install {spec}: {time.monotonic() - started:.0f} s, venv "
             f"{_size(venv_python.parent.parent) / 1024**3:.1f} GiB")
+        thread.join(20.0)
     if failure:
         raise failure[0]
 
