@@ -21,7 +21,7 @@ import time
 
 from aiohttp import web
 
-from gates.sim import build_app, get_profile
+from gates.sim import build_app, fine_loop, get_profile
 
 RECV = web.AppKey("bench_recv", dict)
 
@@ -62,7 +62,8 @@ def main() -> None:
     app[RECV] = {}
     app.middlewares.append(stamp_receive)
     app.router.add_get("/bench/recv", recv_stamps)
-    web.run_app(app, host="127.0.0.1", port=args.port, access_log=None, print=None)
+    web.run_app(app, host="127.0.0.1", port=args.port, access_log=None, print=None,
+                loop=fine_loop())  # the simulator's own timers, as gates.sim.serve runs them
 
 
 if __name__ == "__main__":

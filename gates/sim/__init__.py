@@ -18,7 +18,6 @@ from .engine import (
     Engine,
 )
 from .model import (
-    HEADER_SIZE,
     PROFILES,
     QWEN3_CODER_480B_KV_BYTES_PER_TOKEN,
     FaultConfig,
@@ -26,20 +25,26 @@ from .model import (
     Profile,
     chat_ids,
     chunk_hashes,
-    chunk_payload,
-    clean_digest,
-    corrupt,
     decode_seconds,
     fault_hits,
     get_profile,
-    is_corrupted,
-    kv_digest,
     output_ids,
     plan_prefill,
     prefill_seconds,
     root_hash,
     text_ids,
     token_text,
+)
+from .payload import (
+    HEADER,
+    HEADER_SIZE,
+    KEYSTREAM_SALT,
+    chunk_payload,
+    clean_digest,
+    corrupt,
+    is_corrupted,
+    keystream_block,
+    kv_digest,
     verify_payload,
 )
 from .server import (
@@ -52,12 +57,19 @@ from .tier import (
     KvTier,
     Throttle,
 )
+from .timers import (
+    FineTimerSelector,
+    fine_loop,
+)
 
 __all__ = [
     "ENGINE",
     "Engine",
     "FaultConfig",
+    "FineTimerSelector",
+    "HEADER",
     "HEADER_SIZE",
+    "KEYSTREAM_SALT",
     "KvTier",
     "LruCache",
     "PROFILES",
@@ -77,8 +89,10 @@ __all__ = [
     "corrupt",
     "decode_seconds",
     "fault_hits",
+    "fine_loop",
     "get_profile",
     "is_corrupted",
+    "keystream_block",
     "kv_digest",
     "main",
     "output_ids",

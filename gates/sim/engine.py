@@ -17,13 +17,12 @@ from .model import (
     LruCache,
     Profile,
     chunk_hashes,
-    clean_digest,
     decode_seconds,
-    kv_digest,
     plan_prefill,
     prefill_seconds,
     root_hash,
 )
+from .payload import clean_digest, kv_digest
 from .tier import KvTier
 
 
@@ -116,15 +115,12 @@ class Engine:
                                            plan.compute_chunks + len(stored) - ok})
             self.counters.storage_read_tokens += plan.storage_tokens
         fresh = hashes[len(digests):]
-        loop = asyncio.get_running_loop()
         async with self.compute:
             # At least one token runs through the model, even on a full hit: it yields the
             # first output token (vLLM recomputes the last prompt token for the same reason).
             busy = prefill_seconds(p, max(plan.recompute_tokens, 1))
             due = self.clock.now_ns() + int(busy * 1e9)
-            # Materialise the new chunks' KV while the compute resource is busy with them.
-            digests += await asyncio.gather(*[loop.run_in_executor(None, clean_digest, h, p)
-                                              for h in fresh])
+            digests += [clean_digest(h, p) for h in fresh]  # a hash each: no bytes are made
             await self.clock.sleep_until(due)
         self.counters.recomputed_tokens += plan.recompute_tokens
         if tier is not None:

@@ -10,9 +10,10 @@ import math
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .payload import DIGEST_SIZE, HEADER_SIZE
 
 # Qwen3-Coder-480B-A35B FP8: 62 layers x 8 KV heads x 128 dims x 2 (K, V) x 1 byte.
 QWEN3_CODER_480B_KV_BYTES_PER_TOKEN = 126_976
@@ -20,10 +21,6 @@ QWEN3_CODER_480B_KV_BYTES_PER_TOKEN = 126_976
 # which a 2-core test machine with a few GB of disk can hold many of.
 QWEN_SCALE = 64
 
-MAGIC = b"KVGSIM01"
-HEADER = struct.Struct("<8s16sIIQ16s")  # magic, chunk hash, tokens, bytes/token, body, checksum
-HEADER_SIZE = 64  # HEADER.size (56) padded, so the body starts on a round offset
-DIGEST_SIZE = 16
 
 
 class Profile(BaseModel):
@@ -144,53 +141,6 @@ def chunk_hashes(ids: Sequence[int], chunk_tokens: int, root: bytes) -> list[byt
                                digest_size=DIGEST_SIZE).digest()
         hashes.append(prev)
     return hashes
-
-
-def chunk_payload(h: bytes, profile: Profile) -> bytes:
-    """The KV bytes of a chunk: a header with a body checksum, then a body derived from h."""
-    # PBKDF2 as a keystream: full entropy, so a deduplicating or compressing array cannot
-    # make the simulated KV cheaper than real KV, and OpenSSL runs it without the GIL
-    # (shake_256 holds it ~1 ms per chunk, which would jitter the event loop's timing).
-    body = hashlib.pbkdf2_hmac("sha512", h, b"kvgate-kv", 1,
-                               dklen=profile.chunk_bytes - HEADER_SIZE)
-    header = HEADER.pack(MAGIC, h, profile.chunk_tokens, profile.kv_bytes_per_token, len(body),
-                         hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest())
-    return header.ljust(HEADER_SIZE, b"\0") + body
-
-
-def verify_payload(data: bytes) -> bool:
-    """Whether a chunk's header is ours and its body matches the checksum in it."""
-    if len(data) < HEADER_SIZE:
-        return False
-    magic, _, _, _, body_len, checksum = HEADER.unpack_from(data)
-    body = data[HEADER_SIZE:]
-    return (magic == MAGIC and body_len == len(body)
-            and hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest() == checksum)
-
-
-def kv_digest(data: bytes) -> bytes:
-    """Digest of the KV bytes actually used; the outputs are a function of these."""
-    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
-
-
-@lru_cache(maxsize=65_536)
-def clean_digest(h: bytes, profile: Profile) -> bytes:
-    """kv_digest of a correctly computed chunk (memoised: recompute needs no file)."""
-    return kv_digest(chunk_payload(h, profile))
-
-
-def is_corrupted(h: bytes, fraction: float) -> bool:
-    """Whether the corruption fault hits this chunk: fixed per chunk, like a bad sector."""
-    draw = int.from_bytes(hashlib.blake2b(b"corrupt\0" + h, digest_size=8).digest(), "little")
-    return draw < fraction * 2**64
-
-
-def corrupt(data: bytes, h: bytes) -> bytes:
-    """The chunk with one body byte flipped, at a place derived from its hash."""
-    out = bytearray(data)
-    pos = HEADER_SIZE + int.from_bytes(h[:8], "little") % (len(out) - HEADER_SIZE)
-    out[pos] ^= 0xFF
-    return bytes(out)
 
 
 class LruCache:

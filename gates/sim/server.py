@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from .engine import Clock, Engine, RealClock
 from .model import PROFILES, FaultConfig, Profile, fault_hits, get_profile, output_ids
 from .tier import KvTier
+from .timers import fine_loop
 from .wire import RECEIVED, error_response, parse_request, respond
 
 __all__ = ["ENGINE", "PROFILES", "SIM_HEADER", "Clock", "Engine", "FaultConfig", "Profile",
@@ -217,4 +218,4 @@ def serve(profile: str | Profile, kv_dir: Path | None, host: str = "127.0.0.1", 
                 f"KV tier {tier['dir']} ({tier['chunks']} chunks, "
                 f"{'O_DIRECT' if tier['direct_io'] else tier['io_note']}, "
                 f"{tier['readers']} readers)"))
-    web.run_app(app, host=host, port=port, access_log=None, print=print_fn)
+    web.run_app(app, host=host, port=port, access_log=None, print=print_fn, loop=fine_loop())

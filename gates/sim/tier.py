@@ -18,7 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from .model import Profile, chunk_payload, corrupt, is_corrupted
+from .model import Profile
+from .payload import chunk_payload, corrupt, is_corrupted
 
 T = TypeVar("T")
 ALIGN = 4096  # O_DIRECT wants buffer, offset and length aligned to the logical block size
