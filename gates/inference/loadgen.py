@@ -198,30 +198,33 @@ async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, reques
     # Serialise before t0: a 100K-token prompt takes milliseconds to encode, not the server's.
     body = json.dumps(payload(endpoint, request, settings)).encode()
     headers["Content-Type"] = "application/json"
-    t0_ns = time.perf_counter_ns()
-    stream = ResponseStream(t0_ns)
-    # A resend keeps this t0: the reconnect is delay the client saw, as any client of a server
-    # that drops kept-alive connections would, so it stays in the TTFT (the conservative side);
-    # the record's `reconnects` lets an analysis set such requests apart.
-    t0 = (t0_ns - origin_ns) / 1e9
+    # t0 is when the body is handed to the socket (the Pool's trace signal), so aiohttp's work
+    # of building the request is not counted as the server's; before that (or on a plain
+    # session) it is this moment. A resend keeps the first try's t0: the reconnect is delay
+    # the client saw, as any client of a server that drops kept-alive connections would, so it
+    # stays in the TTFT (the conservative side); the record's `reconnects` sets such requests
+    # apart.
+    stream = ResponseStream(time.perf_counter_ns())
     where, attempt = _where(endpoint), Attempt()
     pooled = {"attempt": attempt} if isinstance(session, Pool) else {}
 
     def done(outcome: RequestOutcome, status: int | None = None,
              error: str = "") -> RequestRecord:
+        t0 = ((attempt.written_ns or stream.t0_ns) - origin_ns) / 1e9
         return request_record(request, endpoint, t0, queue, stream, outcome, status,
                               f"{where}: {error}" if error else "", attempt.reconnects)
 
     try:
         response = await session.post(endpoint.post_url(), data=body, headers=headers,
                                       timeout=timeout, **pooled)
+        stream.t0_ns = attempt.written_ns or stream.t0_ns  # no response byte is fed yet
         async with response:
             if response.status != 200:
                 text = (await response.text(errors="replace"))[:500]
                 return done(RequestOutcome.HTTP_ERROR, status=response.status,
                             error=f"HTTP {response.status}: {' '.join(text.split())}")
             async for data in response.content.iter_any():
-                stream.feed(data, time.perf_counter_ns() - t0_ns)  # stamped on arrival
+                stream.feed(data, time.perf_counter_ns() - stream.t0_ns)  # stamped on arrival
             stream.decoder.close()
             if not stream.done:
                 lost = f" (dropped: {stream.decoder.dropped})" if stream.decoder.dropped else ""

@@ -38,16 +38,27 @@ def unanswered(exc: BaseException) -> bool:
 
 
 class Attempt:
-    """One request's tries: whether the current one went out on a reused connection."""
+    """One request's tries: whether the current one went out on a reused connection, and when
+    its bytes were first handed to the socket."""
 
     def __init__(self) -> None:
         self.reused = False
         self.reconnects = 0
+        self.written_ns: int | None = None  # perf_counter_ns as the first try's body went out
 
 
 async def _reused(_session, context, _params) -> None:
     if isinstance(context.trace_request_ctx, Attempt):
         context.trace_request_ctx.reused = True
+
+
+async def _writing(_session, context, _params) -> None:
+    # aiohttp signals each body chunk just before writing it (with the headers, for the first):
+    # the request's t0, after the client's own work of building it (DESIGN §5: just before the
+    # POST). A resend keeps the first try's time.
+    attempt = context.trace_request_ctx
+    if isinstance(attempt, Attempt) and attempt.written_ns is None:
+        attempt.written_ns = time.perf_counter_ns()
 
 
 class Pool:
@@ -57,11 +68,13 @@ class Pool:
     def __init__(self, read_bufsize: int) -> None:
         trace = aiohttp.TraceConfig()
         trace.on_connection_reuseconn.append(_reused)
+        trace.on_request_chunk_sent.append(_writing)
         self.kept = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
             read_bufsize=read_bufsize, trace_configs=[trace])
         self.fresh = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, force_close=True), read_bufsize=read_bufsize)
+            connector=aiohttp.TCPConnector(limit=0, force_close=True), read_bufsize=read_bufsize,
+            trace_configs=[trace])
         self.reuses = 0  # requests answered on a reused connection
         self.reconnects = 0
         self.closing = ""  # why every request now gets a connection of its own
