@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import sys
@@ -36,7 +37,7 @@ from gates.inference import (
     LoadSettings,
     LoopLagMonitor,
     Pool,
-    payload,
+    request_body,
     send,
 )
 
@@ -77,21 +78,25 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
         origin = time.perf_counter_ns()
         await asyncio.gather(*(send(session, endpoint, r, settings, origin) for r in warm))
         slots = asyncio.Semaphore(c)
+        bodies = {r.request_id: request_body(endpoint, r, settings) for r in reqs}  # as run_phase
 
         async def one(r):
             async with slots:
-                return await send(session, endpoint, r, settings, origin)
+                return await send(session, endpoint, r, settings, origin,
+                                  body=bodies[r.request_id])
 
+        gc.freeze()  # as run_phase does for its phase
         monitor.start()
         try:
             records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),
                                              LEVEL_TIMEOUT)
         finally:
             monitor.stop()
+            gc.unfreeze()
     run.loop_lag_p99 = pct(monitor.lags, 99)
     recv = _recv_stamps(url)
     for r, rec in zip(reqs, records, strict=True):
-        got = recv.get(_key(json.dumps(payload(endpoint, r, settings)).encode()))
+        got = recv.get(_key(bodies[r.request_id]))
         if not rec.ok or rec.stamp_lag is None or got is None:
             run.failed += 1
             continue
@@ -133,8 +138,8 @@ async def peer_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
     host, port = url.removeprefix("http://").split(":")
     settings = LoadSettings()
     endpoint = Endpoint(url=url, model=model)
-    bodies = [json.dumps(payload(endpoint, r, settings)).encode() for r in reqs]
-    warm_bodies = [json.dumps(payload(endpoint, r, settings)).encode() for r in warm]
+    bodies = [request_body(endpoint, r, settings) for r in reqs]
+    warm_bodies = [request_body(endpoint, r, settings) for r in warm]
     results: list[tuple[int, int, int] | None] = [None] * len(reqs)
     todo = iter(range(len(reqs)))
     run, monitor = Run(), LoopLagMonitor()

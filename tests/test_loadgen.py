@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import gc
 import json
 import time
 from dataclasses import dataclass
@@ -264,3 +265,12 @@ def test_chat_payload_and_api_key_stay_out_of_the_record():
     assert body["messages"] == [{"role": "user", "content": "hello"}]
     assert endpoint.post_url() == "http://h/v1/chat/completions"
     assert "sekrit" not in endpoint.model_dump_json() and "sekrit" not in repr(endpoint)
+
+
+def test_a_phase_leaves_the_collector_as_it_found_it(server):
+    # run_phase freezes what was alive before it (so full collections do not walk kvgate's
+    # modules mid-phase) and must unfreeze it, after a good phase and after a failed one.
+    assert gc.get_freeze_count() == 0
+    records = run(server, ["ok", "fail"])
+    assert [r.ok for r in records] == [True, False]
+    assert gc.get_freeze_count() == 0

@@ -36,9 +36,9 @@ from .loadgen import (
     LoadResult,
     LoadSettings,
     PlannedLike,
-    ResponseStream,
     payload,
     release_times,
+    request_body,
     request_record,
     run_phase,
     send,
@@ -69,6 +69,7 @@ from .proof import (
 from .repetitions import Repetition, repetition
 from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
 from .sse import SSEDecoder, SSEEvent, SSEProtocolError
+from .stream import STAMP, ResponseStream
 from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
 from .workloads import (
     EVICT,
@@ -139,6 +140,7 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "SSEProtocolError",
+    "STAMP",
     "Sample",
     "ServerIdentity",
     "Signal",
@@ -192,6 +194,7 @@ __all__ = [
     "recompute_row",
     "release_times",
     "repetition",
+    "request_body",
     "request_record",
     "restore_gbps",
     "restore_physics",

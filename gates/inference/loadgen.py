@@ -6,6 +6,7 @@ Every request sent ends as exactly one RequestRecord, whatever the server does.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import random
@@ -18,13 +19,12 @@ import aiohttp
 from pydantic import BaseModel, Field, SecretStr
 
 from ..core import RequestOutcome, RequestRecord, percentile
-from .chunks import classify
 from .cpu import cpu_snapshot, cpu_use
 from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
-from .sse import SSEDecoder, SSEProtocolError
+from .sse import SSEProtocolError
+from .stream import ResponseStream
 
-STAMP = "sim_sent_ns"  # the simulator stamps each event just before writing it
 READ_BUFFER = 4 * 1024 * 1024  # 100K-token responses must not throttle on a small buffer
 # aiohttp >= 3.10 tells a connect timeout apart; 3.9 raises ServerTimeoutError for both.
 CONNECT_TIMEOUT = getattr(aiohttp, "ConnectionTimeoutError", ())
@@ -93,50 +93,13 @@ def payload(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) ->
     return body
 
 
+def request_body(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) -> bytes:
+    """The request's JSON body as sent."""
+    return json.dumps(payload(endpoint, request, settings)).encode()
+
+
 def _input_length(request: PlannedLike) -> int:
     return len(request.prompt) if isinstance(request.prompt, list) else 0
-
-
-def _stamp_lag(data: str, arrived_ns: int) -> float | None:
-    """Arrival minus the simulator's send stamp of an event, in seconds (timing fidelity)."""
-    try:
-        return (arrived_ns - int(json.loads(data)[STAMP])) / 1e9
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-class ResponseStream:
-    """Accumulates one response's events; times are ns since t0."""
-
-    def __init__(self, t0_ns: int = 0) -> None:
-        self.t0_ns = t0_ns
-        self.stamp_lag: float | None = None
-        self.decoder = SSEDecoder()
-        self.content_ns: list[int] = []
-        self.ids: list[int] = []
-        self.logprobs: list[float] = []
-        self.usage = None
-        self.done = False
-
-    def feed(self, data: bytes, elapsed_ns: int) -> None:
-        """Take a chunk of the response body as it arrived, elapsed_ns after t0."""
-        for event in self.decoder.feed(data):
-            self._event(event.data, elapsed_ns)
-
-    def _event(self, data: str, elapsed_ns: int) -> None:
-        chunk = classify(data)
-        if chunk.kind == "error":
-            raise SSEProtocolError(f"server sent an error event: {chunk.error}")
-        if chunk.kind == "done":
-            self.done = True
-        if chunk.kind == "content":
-            if not self.content_ns and STAMP in data:
-                self.stamp_lag = _stamp_lag(data, self.t0_ns + elapsed_ns)
-            self.content_ns.append(elapsed_ns)
-            self.ids.extend(chunk.token_ids or [])
-            self.logprobs.extend(chunk.logprobs or [])
-        if chunk.usage is not None:
-            self.usage = chunk.usage
 
 
 def _first(value: int | None, fallback: int) -> int:
@@ -183,11 +146,13 @@ def _timed_out(exc: TimeoutError, settings: LoadSettings) -> str:
 
 
 async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, request: PlannedLike,
-               settings: LoadSettings, origin_ns: int, queue: float = 0.0) -> RequestRecord:
+               settings: LoadSettings, origin_ns: int, queue: float = 0.0,
+               body: bytes | None = None) -> RequestRecord:
     """Send one streaming request; every way it can end becomes one outcome with its reason.
 
     On a Pool, a request whose kept-alive connection the server had closed goes again on a new
-    one (gates.inference.pool); a plain session sends each request once.
+    one (gates.inference.pool); a plain session sends each request once. ``body`` is the
+    request's JSON, serialised beforehand (run_phase does so before the phase); None = here.
     """
     headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
         if endpoint.api_key else {}
@@ -195,8 +160,8 @@ async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, reques
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
                                     sock_connect=settings.stall_timeout,
                                     sock_read=settings.stall_timeout)
-    # Serialise before t0: a 100K-token prompt takes milliseconds to encode, not the server's.
-    body = json.dumps(payload(endpoint, request, settings)).encode()
+    if body is None:  # before t0 at least: a 100K-token prompt takes milliseconds to encode
+        body = request_body(endpoint, request, settings)
     headers["Content-Type"] = "application/json"
     # t0 is when the body is handed to the socket (the Pool's trace signal), so aiohttp's work
     # of building the request is not counted as the server's; before that (or on a plain
@@ -267,6 +232,14 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
                               else len(requests) or 1)
     records: list[RequestRecord] = []
 
+    # Bodies are made before the phase, not on the loop while other streams' events wait: a
+    # 100K-token prompt takes milliseconds to encode.
+    bodies = [request_body(endpoints[i % len(endpoints)], r, settings)
+              for i, r in enumerate(requests)]
+    # Everything alive before the phase (kvgate's modules, the plan, earlier records) is set
+    # aside from the collector: otherwise each full collection walks it all while the loop
+    # waits, and that wait lands in the TTFTs. Unfrozen after, so nothing is kept for good.
+    gc.freeze()
     async with Pool(READ_BUFFER) as pool:
         monitor.start()
         cpu_before = cpu_snapshot()  # the host's and kvgate's: who held the event loop up
@@ -282,7 +255,7 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
             async with slots:
                 queue = (time.perf_counter_ns() - waited) / 1e9
                 record = await send(pool, endpoints[index % len(endpoints)], request,
-                                    settings, origin, queue)
+                                    settings, origin, queue, bodies[index])
             records.append(record)
             if on_record:
                 on_record(record)
@@ -293,6 +266,7 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
             wall = (time.perf_counter_ns() - origin) / 1e9
             monitor.stop()
             cpu_after = cpu_snapshot()
+            gc.unfreeze()
     ttfts = [r.ttft for r in records if r.counted and r.ttft is not None]
     check = judge_self_check(monitor.lags, lags, percentile(ttfts, 50) if ttfts else None,
                              cpu=cpu_use(cpu_before, cpu_after), cores=cpu_after.cores)
