@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import hashlib
 import json
 import sys
@@ -37,6 +36,7 @@ from gates.inference import (
     LoadSettings,
     LoopLagMonitor,
     Pool,
+    heap_set_aside,
     request_body,
     send,
 )
@@ -85,14 +85,13 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
                 return await send(session, endpoint, r, settings, origin,
                                   body=bodies[r.request_id])
 
-        gc.freeze()  # as run_phase does for its phase
-        monitor.start()
-        try:
-            records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),
-                                             LEVEL_TIMEOUT)
-        finally:
-            monitor.stop()
-            gc.unfreeze()
+        with heap_set_aside():  # as run_phase does for its phase
+            monitor.start()
+            try:
+                records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),
+                                                 LEVEL_TIMEOUT)
+            finally:
+                monitor.stop()
     run.loop_lag_p99 = pct(monitor.lags, 99)
     recv = _recv_stamps(url)
     for r, rec in zip(reqs, records, strict=True):
