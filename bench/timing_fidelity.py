@@ -85,7 +85,7 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
                 return await send(session, endpoint, r, settings, origin,
                                   body=bodies[r.request_id])
 
-        with heap_set_aside():  # as run_phase does for its phase
+        async with heap_set_aside():  # as run_phase does for its phase
             monitor.start()
             try:
                 records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),

@@ -4,6 +4,7 @@
 from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
 from .attribution import StorageAttribution, attribute, detect_engine
 from .chunks import DONE, StreamChunk, Usage, classify
+from .collector import FREEZE_EVERY, heap_set_aside
 from .controls import restore_physics, working_set
 from .counters import StorageReads, StorageSnapshot, SysfsCounters, double_counted, storage_reads
 from .cpu import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
@@ -36,7 +37,6 @@ from .loadgen import (
     LoadResult,
     LoadSettings,
     PlannedLike,
-    heap_set_aside,
     payload,
     release_times,
     request_body,
@@ -102,6 +102,7 @@ __all__ = [
     "DiskIO",
     "EVICT",
     "Endpoint",
+    "FREEZE_EVERY",
     "FakeDiskCounters",
     "HealthProbe",
     "HttpMetrics",

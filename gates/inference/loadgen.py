@@ -6,13 +6,11 @@ Every request sent ends as exactly one RequestRecord, whatever the server does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import itertools
 import json
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -20,6 +18,7 @@ import aiohttp
 from pydantic import BaseModel, Field, SecretStr
 
 from ..core import RequestOutcome, RequestRecord, percentile
+from .collector import heap_set_aside
 from .cpu import cpu_snapshot, cpu_use
 from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
@@ -210,19 +209,6 @@ async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, reques
         return done(RequestOutcome.CANCELLED, error="cancelled before completion")
 
 
-@contextlib.contextmanager
-def heap_set_aside() -> Iterator[None]:
-    """Freeze what is alive now out of the collector's walks until the block ends."""
-    # Everything alive before a phase (kvgate's modules, the plan, earlier records) would be
-    # walked by every full collection while the loop waits, and that wait lands in the TTFTs.
-    # Unfrozen after, so nothing is kept for good.
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def release_times(count: int, settings: LoadSettings, trace_at: Sequence[float | None]) -> list:
     """Offsets (s) at which open-loop or trace requests are released; None = closed loop."""
     if settings.mode == "concurrency":
@@ -250,33 +236,32 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
     # 100K-token prompt takes milliseconds to encode.
     bodies = [request_body(endpoints[i % len(endpoints)], r, settings)
               for i, r in enumerate(requests)]
-    with heap_set_aside():
-        async with Pool(READ_BUFFER) as pool:
-            monitor.start()
-            cpu_before = cpu_snapshot()  # the host's and kvgate's: who held the event loop up
-            origin = time.perf_counter_ns()
+    async with heap_set_aside(), Pool(READ_BUFFER) as pool:
+        monitor.start()
+        cpu_before = cpu_snapshot()  # the host's and kvgate's: who held the event loop up
+        origin = time.perf_counter_ns()
 
-            async def one(index: int, request: PlannedLike) -> None:
-                if schedule[index] is not None:
-                    delay = schedule[index] - (time.perf_counter_ns() - origin) / 1e9
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    lags.append((time.perf_counter_ns() - origin) / 1e9 - schedule[index])
-                waited = time.perf_counter_ns()
-                async with slots:
-                    queue = (time.perf_counter_ns() - waited) / 1e9
-                    record = await send(pool, endpoints[index % len(endpoints)], request,
-                                        settings, origin, queue, bodies[index])
-                records.append(record)
-                if on_record:
-                    on_record(record)
+        async def one(index: int, request: PlannedLike) -> None:
+            if schedule[index] is not None:
+                delay = schedule[index] - (time.perf_counter_ns() - origin) / 1e9
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                lags.append((time.perf_counter_ns() - origin) / 1e9 - schedule[index])
+            waited = time.perf_counter_ns()
+            async with slots:
+                queue = (time.perf_counter_ns() - waited) / 1e9
+                record = await send(pool, endpoints[index % len(endpoints)], request,
+                                    settings, origin, queue, bodies[index])
+            records.append(record)
+            if on_record:
+                on_record(record)
 
-            try:
-                await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
-            finally:
-                wall = (time.perf_counter_ns() - origin) / 1e9
-                monitor.stop()
-                cpu_after = cpu_snapshot()
+        try:
+            await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        finally:
+            wall = (time.perf_counter_ns() - origin) / 1e9
+            monitor.stop()
+            cpu_after = cpu_snapshot()
     ttfts = [r.ttft for r in records if r.counted and r.ttft is not None]
     check = judge_self_check(monitor.lags, lags, percentile(ttfts, 50) if ttfts else None,
                              cpu=cpu_use(cpu_before, cpu_after), cores=cpu_after.cores)
