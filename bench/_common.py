@@ -39,36 +39,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Sim:
-    """A simulator subprocess on 127.0.0.1 (see _simproc.py); ``url`` once it answers."""
+class ServerProcess:
+    """A server subprocess on 127.0.0.1 that answers GET /health; ``url`` once it does."""
 
-    def __init__(self, *, fast: bool = False, profile: str = "tiny", start_timeout: float = 30):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, str(HERE / "_simproc.py"), "--port", str(self.port),
-               "--profile", profile]
-        if fast:
-            cmd.append("--fast")
-        # Pinned by the child itself: the generator may already be pinned to the other CPU.
-        if (os.cpu_count() or 1) >= 2 and hasattr(os, "sched_setaffinity"):
-            cmd += ["--cpu", str(SIM_CPU)]
+    what = "server"
+
+    def __init__(self, cmd: list[str], port: int, start_timeout: float = 30):
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + start_timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"simulator exited: {self.proc.stderr.read().decode()[-2000:]}")
+                raise RuntimeError(f"{self.what} exited: "
+                                   f"{self.proc.stderr.read().decode()[-2000:]}")
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=1):
                     break
             except OSError as exc:
                 if time.monotonic() > deadline:
                     self.close()
-                    raise RuntimeError(f"simulator did not answer within {start_timeout} s: "
+                    raise RuntimeError(f"{self.what} did not answer within {start_timeout} s: "
                                        f"{exc}") from exc
                 time.sleep(0.1)
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the simulator has used so far."""
+        """User + system CPU time the server has used so far (nan once it is gone)."""
         try:
             fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -85,11 +81,33 @@ class Sim:
                 self.proc.kill()
                 self.proc.wait(5)
 
-    def __enter__(self) -> Sim:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def server_cpu_args() -> list[str]:
+    """``--cpu SIM_CPU`` when the machine can pin the server to a core of its own, else []."""
+    if (os.cpu_count() or 1) >= 2 and hasattr(os, "sched_setaffinity"):
+        return ["--cpu", str(SIM_CPU)]
+    return []
+
+
+class Sim(ServerProcess):
+    """A simulator subprocess on 127.0.0.1 (see _simproc.py); ``url`` once it answers."""
+
+    what = "simulator"
+
+    def __init__(self, *, fast: bool = False, profile: str = "tiny", start_timeout: float = 30):
+        port = _free_port()
+        cmd = [sys.executable, str(HERE / "_simproc.py"), "--port", str(port),
+               "--profile", profile]
+        if fast:
+            cmd.append("--fast")
+        # Pinned by the child itself: the generator may already be pinned to the other CPU.
+        super().__init__(cmd + server_cpu_args(), port, start_timeout)
 
 
 def _busy_jiffies() -> int | None:

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from _aiperf import (
     read_run,
     venv_dir,
 )
-from _common import GEN_CPU, HERE, SIM_CPU
+from _common import GEN_CPU, HERE, ServerProcess, server_cpu_args
 from _proctree import Measured, run_tree, tail
 from _refserver import prompt_key
 
@@ -53,31 +52,21 @@ def _pin_cpu() -> int | None:
     return GEN_CPU if ok else None
 
 
-class RefServer:
+class RefServer(ServerProcess):
     """bench/_refserver.py on 127.0.0.1, pinned to the server CPU; ``url`` once it answers."""
 
+    what = "reference server"
+
     def __init__(self, tokens: int, ttft_ms: float, itl_ms: float, model: str = "kvgate-ref"):
-        self.port, self.model = free_port(), model
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, str(HERE / "_refserver.py"), "--port", str(self.port),
+        self.model = model
+        port = free_port()
+        cmd = [sys.executable, str(HERE / "_refserver.py"), "--port", str(port),
                "--model", model, "--tokens", str(tokens), "--ttft-ms", str(ttft_ms),
                "--itl-ms", str(itl_ms)]
-        if _pin_cpu() is not None:
-            cmd += ["--cpu", str(SIM_CPU)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise BenchError("reference server exited: "
-                                 + self.proc.stderr.read().decode()[-2000:])
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1):
-                    break
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    self.close()
-                    raise BenchError(f"reference server did not answer in 30 s: {exc}") from exc
-                time.sleep(0.1)
+        try:
+            super().__init__(cmd + server_cpu_args(), port)
+        except RuntimeError as exc:
+            raise BenchError(str(exc)) from None
 
     def stamps(self) -> dict:
         """Every stamp since the last call (and clear them)."""
@@ -86,23 +75,7 @@ class RefServer:
 
     def cpu_seconds(self) -> float:
         """CPU the server has used (0 once it is gone: then it is in RUSAGE_CHILDREN)."""
-        if self.proc.poll() is not None:
-            return 0.0
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
-
-    def close(self) -> None:
-        """Stop the server we started, by its handle."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        return 0.0 if self.proc.poll() is not None else super().cpu_seconds()
 
 
 @dataclass
