@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import json
+import functools
 import sys
 import time
-import urllib.request
-from dataclasses import dataclass, field
 
 from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts, ratio
+from _peer import LEVEL_TIMEOUT, Run, key, peer_run, recv_stamps
 
 from gates.inference import (
     READ_BUFFER,
@@ -45,27 +43,6 @@ from gates.inference import (
 # the peer's in the same run: 1.5x at c = 64, 2x at c = 256.
 LAG_TARGET = (256, 0.001)
 ERROR_RATIO_TARGETS = {64: 1.5, 256: 2.0}
-LEVEL_TIMEOUT = 60.0  # seconds per client per concurrency level, hard bound
-
-
-@dataclass
-class Run:
-    """One client's measured requests at one concurrency."""
-
-    lags: list[float] = field(default_factory=list)  # first-event delivery lag, s
-    ttft_errors: list[float] = field(default_factory=list)  # client TTFT - server TTFT, s
-    uploads: list[float] = field(default_factory=list)  # server receive - client t0, s
-    failed: int = 0
-    loop_lag_p99: float | None = None
-
-
-def _key(body: bytes) -> str:
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
-
-
-def _recv_stamps(url: str) -> dict[str, int]:
-    with urllib.request.urlopen(url + "/bench/recv?clear=1", timeout=10) as r:
-        return json.loads(r.read())
 
 
 async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
@@ -93,9 +70,9 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
             finally:
                 monitor.stop()
     run.loop_lag_p99 = pct(monitor.lags, 99)
-    recv = _recv_stamps(url)
+    recv = recv_stamps(url)
     for r, rec in zip(reqs, records, strict=True):
-        got = recv.get(_key(bodies[r.request_id]))
+        got = recv.get(key(bodies[r.request_id]))
         if not rec.ok or rec.stamp_lag is None or got is None:
             run.failed += 1
             continue
@@ -103,104 +80,6 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
         run.lags.append(rec.stamp_lag)
         run.ttft_errors.append(rec.stamp_lag + (got - t0_ns) / 1e9)
         run.uploads.append((got - t0_ns) / 1e9)
-    return run
-
-
-async def _raw_one(reader, writer, head: bytes, body: bytes) -> tuple[int, int, int]:
-    """One streamed request: (t0, first content arrival, its sim_sent_ns), all perf ns."""
-    t0 = time.perf_counter_ns()
-    writer.write(head + body)
-    status = await reader.readuntil(b"\r\n\r\n")
-    if not status.startswith(b"HTTP/1.1 200") or b"chunked" not in status.lower():
-        raise RuntimeError(f"unexpected response head: {status[:200]!r}")
-    pending, first = b"", None
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
-        if size == 0:
-            await reader.readuntil(b"\r\n")
-            break
-        data = await reader.readexactly(size + 2)
-        now = time.perf_counter_ns()  # stamped on arrival, before any parsing
-        if first is None:
-            pending += data[:-2]
-            while first is None and (i := pending.find(b"\n\n")) >= 0:
-                event, pending = pending[:i], pending[i + 2:]
-                if b'"sim_due_ns"' in event:  # only content chunks carry sim_due_ns
-                    first = (now, json.loads(event.split(b":", 1)[1])["sim_sent_ns"])
-    if first is None:
-        raise RuntimeError("no content event")
-    return t0, first[0], first[1]
-
-
-async def peer_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
-    """The raw-socket peer: c workers, each with its own keep-alive connection."""
-    host, port = url.removeprefix("http://").split(":")
-    settings = LoadSettings()
-    endpoint = Endpoint(url=url, model=model)
-    bodies = [request_body(endpoint, r, settings) for r in reqs]
-    warm_bodies = [request_body(endpoint, r, settings) for r in warm]
-    results: list[tuple[int, int, int] | None] = [None] * len(reqs)
-    todo = iter(range(len(reqs)))
-    run, monitor = Run(), LoopLagMonitor()
-    start = asyncio.Event()
-
-    def head(body: bytes) -> bytes:
-        return (f"POST /v1/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-                ).encode()
-
-    warmed = 0
-
-    def mark_warm() -> None:
-        nonlocal warmed
-        warmed += 1
-        if warmed == c:
-            ready.set()
-
-    async def worker(w: int) -> None:
-        try:
-            reader, writer = await asyncio.open_connection(host, int(port), limit=READ_BUFFER)
-        except OSError:
-            mark_warm()
-            return
-        try:
-            try:
-                if w < len(warm_bodies):
-                    await _raw_one(reader, writer, head(warm_bodies[w]), warm_bodies[w])
-            finally:
-                mark_warm()
-            await start.wait()
-            for i in todo:
-                try:
-                    results[i] = await _raw_one(reader, writer, head(bodies[i]), bodies[i])
-                except (RuntimeError, OSError, asyncio.IncompleteReadError, ValueError):
-                    return  # this connection is unusable; the others carry on
-        except (RuntimeError, OSError, asyncio.IncompleteReadError, ValueError):
-            return
-        finally:
-            writer.close()
-
-    ready = asyncio.Event()
-    tasks = [asyncio.create_task(worker(w)) for w in range(c)]
-    # Start together once every worker has connected and done its warm-up request.
-    await asyncio.wait_for(ready.wait(), LEVEL_TIMEOUT)
-    monitor.start()
-    start.set()
-    try:
-        await asyncio.wait_for(asyncio.gather(*tasks), LEVEL_TIMEOUT)
-    finally:
-        monitor.stop()
-    run.loop_lag_p99 = pct(monitor.lags, 99)
-    recv = _recv_stamps(url)
-    for body, got in zip(bodies, results, strict=True):
-        server_recv = recv.get(_key(body))
-        if got is None or server_recv is None:
-            run.failed += 1
-            continue
-        t0, arrived, sent = got
-        run.lags.append((arrived - sent) / 1e9)
-        run.ttft_errors.append((arrived - t0 - (sent - server_recv)) / 1e9)
-        run.uploads.append((server_recv - t0) / 1e9)
     return run
 
 
@@ -237,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
                              "one for all); a warm-up wave of one per slot comes first")
     parser.add_argument("--prompt-tokens", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--peer-parses", action="store_true",
+                        help="the peer feeds every chunk to kvgate's own SSE and chunk parsing "
+                             "(gates.inference.ResponseStream): what is left is the transport")
     parser.add_argument("--plain", action="store_true", help="plain text table, not rich")
     args = parser.parse_args(argv)
     counts = args.requests * len(args.concurrency) if len(args.requests) == 1 else args.requests
@@ -251,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         model = "kvgate-sim-tiny"
         for c, n in zip(args.concurrency, counts, strict=True):
             runs = []
-            for who, fn in (("kvgate", kvgate_run), ("peer", peer_run)):
+            peer = functools.partial(peer_run, parse=args.peer_parses)
+            for who, fn in (("kvgate", kvgate_run), ("peer", peer)):
                 warm = prompts(f"tf-{who}-c{c}-warm", c, args.prompt_tokens, args.max_tokens,
                                phase="warmup")
                 reqs = prompts(f"tf-{who}-c{c}", n, args.prompt_tokens, args.max_tokens)
@@ -259,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             results[c] = (runs[0], runs[1])
             print(f"concurrency {c}: done ({time.monotonic() - began:.0f} s)", file=sys.stderr)
         load = background.report()
-    print(f"# timing fidelity — {machine()}; {pinning}; simulator profile tiny, "
+    peer_is = "; the peer parses as kvgate does" if args.peer_parses else ""
+    print(f"# timing fidelity — {machine()}; {pinning}{peer_is}; simulator profile tiny, "
           f"{args.prompt_tokens}-token prompts, {args.max_tokens} output tokens; {load}")
     for title, get in (("First content event: client arrival - simulator send stamp (ms)",
                         lambda r: r.lags),
