@@ -55,7 +55,7 @@ def test_server_command_serves_slots_from_the_kv_dir_only_with_a_tier(tmp_path):
     assert tier[-2:] == ["--slot-save-path", "{kv_dir}"] and "--slot-save-path" not in plain
     joined = " ".join(tier)
     for flag in ("--parallel 3", "--ctx-size 3000", "--metrics", "--cache-ram 0",
-                 "--threads 2", "--host 127.0.0.1", "--port {port}", "--batch-size 512"):
+                 "--threads 2", "--host 127.0.0.1", "--port {port}"):
         assert flag in joined
 
 

@@ -42,11 +42,7 @@ def server_command(install: LlamaCppInstall, choice: EngineChoice, tier: bool) -
             "--port", "{port}", "--parallel", str(choice.slots),
             "--ctx-size", str(choice.slots * choice.slot_tokens), "--metrics",
             # The RAM prompt cache would answer a probe from memory: the tier must do it.
-            "--cache-ram", "0", "--no-webui",
-            # One prompt's tokens per step, not two: with the default 2048 a 1,056-token probe
-            # shares steps in pairs, and G2's TTFT p50 over 16 probes fell between a pair or
-            # inside one from run to run (CV 5-7 % on a quiet machine).
-            "--batch-size", "512"]
+            "--cache-ram", "0", "--no-webui"]
     if choice.threads:
         argv += ["--threads", str(choice.threads)]
     return argv + (["--slot-save-path", "{kv_dir}"] if tier else [])
