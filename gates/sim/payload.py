@@ -21,6 +21,7 @@ class Profile(Protocol):
     @property
     def chunk_bytes(self) -> int: ...
 
+
 MAGIC = b"KVGSIM01"
 HEADER = struct.Struct("<8s16sIIQ16s")  # magic, chunk hash, tokens, bytes/token, body, checksum
 HEADER_SIZE = 64  # HEADER.size (56) padded, so the body starts on a round offset
@@ -61,6 +62,9 @@ def keystream_block(h: bytes, index: int) -> bytes:
 
 def _spot_checked(h: bytes, body: bytes, checksum: bytes) -> bool:
     """Whether the body's first, last and SPOT_BLOCKS - 2 checksum-chosen blocks are h's own."""
+    # Cheap, not proof against a forger who knows this code: one could keep the checked blocks
+    # and the checksum consistent over a body that is otherwise wrong. The simulator is never
+    # procurement evidence; this catches corruption, truncation and another chunk's file.
     blocks = len(body) // 64
     if blocks == 0:
         return body == keystream_block(h, 1)[:len(body)]
