@@ -8,11 +8,12 @@ A client's error on a request = its value - the server's, matched by the stamp k
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from _aiperf import Record
+
+from gates.core import percentile
 
 THROUGHPUT_TOLERANCE = 0.99  # "not lower": at low concurrency both wait on the server alike
 # Two errors closer than this are level, neither ahead: loopback delivery itself jitters by
@@ -90,17 +91,6 @@ def window(records: Sequence[Record]) -> tuple[float, float] | None:
     starts = [r.start for r in records if r.start is not None]
     ends = [r.end for r in records if r.end is not None]
     return (min(starts), max(ends)) if starts and ends else None
-
-
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """Linear-interpolated percentile (numpy's default), None when empty."""
-    if not values:
-        return None
-    xs = sorted(values)
-    k = (len(xs) - 1) * p / 100
-    lo = math.floor(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
