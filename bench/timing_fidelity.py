@@ -29,7 +29,6 @@ from _common import Background, Sim, machine, ms, pct, pin_generator, print_tabl
 from _peer import LEVEL_TIMEOUT, Run, key, peer_run, recv_stamps
 
 from gates.inference import (
-    READ_BUFFER,
     Endpoint,
     LoadSettings,
     LoopLagMonitor,
@@ -51,7 +50,7 @@ async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Ru
     settings = LoadSettings(mode="concurrency", concurrency=c, stall_timeout=30,
                             request_timeout=LEVEL_TIMEOUT)
     run, monitor = Run(), LoopLagMonitor()
-    async with Pool(READ_BUFFER) as session:
+    async with Pool() as session:
         origin = time.perf_counter_ns()
         await asyncio.gather(*(send(session, endpoint, r, settings, origin) for r in warm))
         slots = asyncio.Semaphore(c)

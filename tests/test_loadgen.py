@@ -7,12 +7,19 @@ import json
 import time
 from dataclasses import dataclass
 
-import aiohttp
 import pytest
 from aiohttp import web
 
 from gates.core import RequestOutcome
-from gates.inference import Endpoint, LoadSettings, payload, release_times, run_phase, send
+from gates.inference import (
+    Endpoint,
+    LoadSettings,
+    Pool,
+    payload,
+    release_times,
+    run_phase,
+    send,
+)
 
 
 @dataclass
@@ -172,6 +179,17 @@ def test_refused_connection_is_an_http_error_naming_the_host():
     assert "127.0.0.1:9" in record.error and record.status is None
 
 
+def test_a_url_that_is_not_http_is_an_http_error_naming_it():
+    async def main():
+        return await run_phase([Req("r0", [1])], [Endpoint(url="ftp://127.0.0.1:21", model="x")],
+                               LoadSettings())
+
+    [record] = asyncio.run(main()).records
+    assert record.outcome is RequestOutcome.HTTP_ERROR and record.status is None
+    assert record.error.endswith("cannot connect: ftp://127.0.0.1:21/v1/completions is not an "
+                                 "http:// or https:// URL")
+
+
 def test_a_server_that_never_answers_times_out_naming_host_path_and_timeout():
     async def main():
         async def swallow(reader, writer):
@@ -239,14 +257,16 @@ def test_a_server_keeping_connections_alive_needs_no_reconnect(server):
     assert check.other_cpu_pct is not None and check.own_cpu_pct is not None
 
 
-def test_send_on_a_plain_session_sends_once(server):
+def test_send_sends_each_request_once_on_a_kept_alive_connection(server):
     async def main():
-        async with serving(server) as url, aiohttp.ClientSession() as session:
-            return await send(session, Endpoint(url=url, model="ok"), Req("r0", [1]),
-                              LoadSettings(), time.perf_counter_ns())
+        async with serving(server) as url, Pool() as pool:
+            records = [await send(pool, Endpoint(url=url, model="ok"), Req(f"r{i}", [i]),
+                                  LoadSettings(), time.perf_counter_ns()) for i in range(3)]
+            return records, pool.reuses
 
-    record = asyncio.run(main())
-    assert record.ok and record.reconnects == 0 and len(server.bodies) == 1
+    records, reuses = asyncio.run(main())
+    assert all(r.ok and r.reconnects == 0 for r in records)
+    assert [b["prompt"] for b in server.bodies] == [[0], [1], [2]] and reuses == 2
 
 
 def test_release_times_for_each_mode():

@@ -3,7 +3,6 @@
 import asyncio
 import time
 
-import aiohttp
 from test_loadgen_keepalive import RESPONSE, Req, read_request
 
 from gates.inference import Endpoint, LoadSettings, Pool, send
@@ -35,7 +34,7 @@ class StampingServer:
 async def _sends(server: StampingServer, count: int):
     srv = await asyncio.start_server(server.handle, "127.0.0.1", 0)
     endpoint = Endpoint(url=f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", model="m")
-    async with srv, Pool(1 << 16) as pool:
+    async with srv, Pool() as pool:
         origin = time.perf_counter_ns()
         out = []
         for i in range(count):
@@ -63,15 +62,15 @@ def test_a_resend_keeps_the_first_tries_t0():
 
 
 def test_the_clients_own_work_before_the_write_is_not_in_t0(monkeypatch):
-    # A slow name lookup stands in for any work aiohttp does before the request's bytes leave
-    # (resolving, connecting, building headers): none of it is the server's time.
-    real = aiohttp.TCPConnector._resolve_host
+    # A slow connect (name lookup, handshake) stands in for any work the client does before the
+    # request's bytes leave: none of it is the server's time.
+    real = asyncio.BaseEventLoop.create_connection
 
     async def slow(self, *args, **kwargs):
         await asyncio.sleep(0.05)
         return await real(self, *args, **kwargs)
 
-    monkeypatch.setattr(aiohttp.TCPConnector, "_resolve_host", slow)
+    monkeypatch.setattr(asyncio.BaseEventLoop, "create_connection", slow)
     server = StampingServer()
     [(called, t0, record)] = asyncio.run(_sends(server, 1))
     assert record.ok

@@ -29,6 +29,16 @@ from .evidence import (
 )
 from .g2g3 import correctness, g2_measurements, g3_chains, g3_measurements, level_chain, starved
 from .g3proof import PROOF_FAILED, device_reads, process_reads, storage_proof
+from .http1 import (
+    BadResponse,
+    CannotConnect,
+    ConnectTimeout,
+    HttpError,
+    ResponseParser,
+    ServerDisconnectedError,
+    StallTimeout,
+    request_head,
+)
 from .identity import SIM_HEADER, ServerIdentity, identify, server_identity
 from .kv_dir import MARKER, KvDir, prepare_kv_dir, stored_bytes
 from .loadgen import (
@@ -93,8 +103,11 @@ __all__ = [
     "Agreement",
     "ArmProcess",
     "AttributionError",
+    "BadResponse",
+    "CannotConnect",
     "ChainVerdict",
     "ColdRecovery",
+    "ConnectTimeout",
     "CpuSnapshot",
     "CpuUse",
     "DONE",
@@ -105,6 +118,7 @@ __all__ = [
     "FREEZE_EVERY",
     "FakeDiskCounters",
     "HealthProbe",
+    "HttpError",
     "HttpMetrics",
     "Kind",
     "KvDir",
@@ -132,6 +146,7 @@ __all__ = [
     "QUANTITIES",
     "READ_BUFFER",
     "Repetition",
+    "ResponseParser",
     "ResponseStream",
     "SCHEDULE_LAG_P99_MAX",
     "SEED",
@@ -144,8 +159,10 @@ __all__ = [
     "SSEProtocolError",
     "STAMP",
     "Sample",
+    "ServerDisconnectedError",
     "ServerIdentity",
     "Signal",
+    "StallTimeout",
     "Stats",
     "StorageAttribution",
     "StorageReads",
@@ -198,6 +215,7 @@ __all__ = [
     "release_times",
     "repetition",
     "request_body",
+    "request_head",
     "request_record",
     "restore_gbps",
     "restore_physics",

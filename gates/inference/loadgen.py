@@ -14,20 +14,20 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
-import aiohttp
 from pydantic import BaseModel, Field, SecretStr
 
 from ..core import RequestOutcome, RequestRecord, percentile
 from .collector import heap_set_aside
 from .cpu import cpu_snapshot, cpu_use
+from .http1 import CannotConnect, ConnectTimeout, HttpError, StallTimeout
 from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from .sse import SSEProtocolError
 from .stream import ResponseStream
 
-READ_BUFFER = 4 * 1024 * 1024  # 100K-token responses must not throttle on a small buffer
-# aiohttp >= 3.10 tells a connect timeout apart; 3.9 raises ServerTimeoutError for both.
-CONNECT_TIMEOUT = getattr(aiohttp, "ConnectionTimeoutError", ())
+# For aiohttp readers elsewhere (llama.cpp's slot runner): 100K-token responses must not
+# throttle on a small buffer. The load generator's own connections read what the loop delivers.
+READ_BUFFER = 4 * 1024 * 1024
 
 
 class Endpoint(BaseModel):
@@ -136,74 +136,69 @@ def _where(endpoint: Endpoint) -> str:
 
 def _timed_out(exc: TimeoutError, settings: LoadSettings) -> str:
     stall = f"stall_timeout {settings.stall_timeout:g} s"
-    if isinstance(exc, CONNECT_TIMEOUT):
+    if isinstance(exc, ConnectTimeout):
         return f"timeout: could not connect in time ({stall})"
-    if isinstance(exc, aiohttp.ServerTimeoutError):
+    if isinstance(exc, StallTimeout):
         return f"timeout: no data for {settings.stall_timeout:g} s (stall_timeout)"
-    if settings.request_timeout is not None:  # aiohttp's total: a plain TimeoutError
+    if settings.request_timeout is not None:  # asyncio.timeout's own: a plain TimeoutError
         return f"timeout: not finished within {settings.request_timeout:g} s (request_timeout)"
     return f"timeout ({stall}, no request_timeout)"
 
 
-async def send(session: aiohttp.ClientSession | Pool, endpoint: Endpoint, request: PlannedLike,
-               settings: LoadSettings, origin_ns: int, queue: float = 0.0,
-               body: bytes | None = None) -> RequestRecord:
+async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: LoadSettings,
+               origin_ns: int, queue: float = 0.0, body: bytes | None = None) -> RequestRecord:
     """Send one streaming request; every way it can end becomes one outcome with its reason.
 
-    On a Pool, a request whose kept-alive connection the server had closed goes again on a new
-    one (gates.inference.pool); a plain session sends each request once. ``body`` is the
-    request's JSON, serialised beforehand (run_phase does so before the phase); None = here.
+    A request whose kept-alive connection the server had closed goes again on a new one
+    (gates.inference.pool). ``body`` is the request's JSON, serialised beforehand (run_phase
+    does so before the phase); None = here.
     """
     headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
         if endpoint.api_key else {}
-    # A server that accepts and never answers, or a host that drops SYNs, is a stall too.
-    timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
-                                    sock_connect=settings.stall_timeout,
-                                    sock_read=settings.stall_timeout)
+    headers["Content-Type"] = "application/json"
     if body is None:  # before t0 at least: a 100K-token prompt takes milliseconds to encode
         body = request_body(endpoint, request, settings)
-    headers["Content-Type"] = "application/json"
-    # t0 is when the body is handed to the socket (the Pool's trace signal), so aiohttp's work
-    # of building the request is not counted as the server's; before that (or on a plain
-    # session) it is this moment. A resend keeps the first try's t0: the reconnect is delay
-    # the client saw, as any client of a server that drops kept-alive connections would, so it
-    # stays in the TTFT (the conservative side); the record's `reconnects` sets such requests
-    # apart.
-    stream = ResponseStream(time.perf_counter_ns())
-    where, attempt = _where(endpoint), Attempt()
-    pooled = {"attempt": attempt} if isinstance(session, Pool) else {}
+    # t0 is when the request's bytes are handed to the socket (the Pool stamps it), so the
+    # client's own work of connecting and framing is not counted as the server's. A resend
+    # keeps the first try's t0: the reconnect is delay the client saw, as any client of a
+    # server that drops kept-alive connections would, so it stays in the TTFT (the
+    # conservative side); the record's `reconnects` sets such requests apart.
+    stream, attempt = ResponseStream(time.perf_counter_ns()), Attempt()
+
+    def arrived(data: bytes, arrived_ns: int) -> None:  # in the loop's read callback
+        stream.t0_ns = attempt.written_ns
+        stream.feed(data, arrived_ns - stream.t0_ns)
 
     def done(outcome: RequestOutcome, status: int | None = None,
              error: str = "") -> RequestRecord:
         t0 = ((attempt.written_ns or stream.t0_ns) - origin_ns) / 1e9
         return request_record(request, endpoint, t0, queue, stream, outcome, status,
-                              f"{where}: {error}" if error else "", attempt.reconnects)
+                              f"{_where(endpoint)}: {error}" if error else "",
+                              attempt.reconnects)
 
     try:
-        response = await session.post(endpoint.post_url(), data=body, headers=headers,
-                                      timeout=timeout, **pooled)
-        stream.t0_ns = attempt.written_ns or stream.t0_ns  # no response byte is fed yet
-        async with response:
-            if response.status != 200:
-                text = (await response.text(errors="replace"))[:500]
-                return done(RequestOutcome.HTTP_ERROR, status=response.status,
-                            error=f"HTTP {response.status}: {' '.join(text.split())}")
-            async for data in response.content.iter_any():
-                stream.feed(data, time.perf_counter_ns() - stream.t0_ns)  # stamped on arrival
-            stream.decoder.close()
-            if not stream.done:
-                lost = f" (dropped: {stream.decoder.dropped})" if stream.decoder.dropped else ""
-                return done(RequestOutcome.PROTOCOL_ERROR, status=200,
-                            error=f"stream ended without [DONE]{lost}")
-            return done(RequestOutcome.OK, status=200)
+        async with asyncio.timeout(settings.request_timeout):  # None: unbounded
+            # A server that accepts and never answers, or a host that drops SYNs, is a stall.
+            exchange = await pool.post(endpoint.post_url(), body, headers, arrived,
+                                       attempt=attempt, stall_timeout=settings.stall_timeout)
+        status = exchange.parser.status
+        if status != 200:
+            text = exchange.error_text.decode(errors="replace")[:500]
+            return done(RequestOutcome.HTTP_ERROR, status=status,
+                        error=f"HTTP {status}: {' '.join(text.split())}")
+        stream.decoder.close()
+        if not stream.done:
+            lost = f" (dropped: {stream.decoder.dropped})" if stream.decoder.dropped else ""
+            return done(RequestOutcome.PROTOCOL_ERROR, status=200,
+                        error=f"stream ended without [DONE]{lost}")
+        return done(RequestOutcome.OK, status=200)
     except SSEProtocolError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, status=200, error=str(exc))
-    except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too
+    except TimeoutError as exc:
         return done(RequestOutcome.TIMEOUT, error=_timed_out(exc, settings))
-    except aiohttp.ClientConnectorError as exc:
-        return done(RequestOutcome.HTTP_ERROR,
-                    error=f"cannot connect: {exc.os_error.strerror or exc}")
-    except aiohttp.ClientError as exc:
+    except CannotConnect as exc:
+        return done(RequestOutcome.HTTP_ERROR, error=f"cannot connect: {exc.reason}")
+    except HttpError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
     except asyncio.CancelledError:
         return done(RequestOutcome.CANCELLED, error="cancelled before completion")
@@ -236,7 +231,7 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
     # 100K-token prompt takes milliseconds to encode.
     bodies = [request_body(endpoints[i % len(endpoints)], r, settings)
               for i, r in enumerate(requests)]
-    async with heap_set_aside(), Pool(READ_BUFFER) as pool:
+    async with heap_set_aside(), Pool() as pool:
         monitor.start()
         cpu_before = cpu_snapshot()  # the host's and kvgate's: who held the event loop up
         origin = time.perf_counter_ns()

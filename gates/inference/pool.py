@@ -3,8 +3,8 @@ had closed the kept-alive connection a request went out on (DESIGN §5).
 
 llama-server (cpp-httplib) closes kept-alive connections after a count or an idle timeout
 without saying so in advance; a request written into such a connection as it closes is lost
-before the server's handler ever saw it. aiohttp retries only idempotent methods (RFC 9112
-§9.3.1) and every completion is a POST, so this is done here, by Chromium's rule
+before the server's handler ever saw it. Every completion is a POST, which HTTP clients do not
+retry on their own (RFC 9112 §9.3.1), so this is done here, by Chromium's rule
 (HttpNetworkTransaction::ShouldResendRequest, which applies it to POSTs too): a request that
 failed on a *reused* connection before any byte of a response arrived is sent once more, on a
 new connection. A request on a fresh connection that fails, and any failure after a response
@@ -13,28 +13,20 @@ byte, stay errors: resending those could run a request twice.
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
-import aiohttp
-from aiohttp.http import RawResponseMessage
+from .connection import Connection, Exchange
+from .http1 import CannotConnect, ServerDisconnectedError, request_head
 
-# ConnectionResetError: aiohttp >= 3.10's ClientConnectionResetError ("Cannot write to closing
-# transport") is one, and 3.9 raises the plain one.
-LOST = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, ConnectionResetError)
 # A server closing an idle kept-alive connection has closed it by the time the request arrives,
 # so the failure shows within a round trip; one that shows later may have been running the
 # request (a worker that died in a long prefill), and that is an error, never a resend.
 RESEND_WINDOW = 1.0  # seconds from the attempt's start
-
-
-def unanswered(exc: BaseException) -> bool:
-    """Whether a POST failed by losing its connection before any byte of a response arrived."""
-    if isinstance(exc, aiohttp.ClientConnectorError) or not isinstance(exc, LOST):
-        return False  # a connect failure is the server being down, not a closed pool entry
-    # A closed connection after part of a status line comes with what aiohttp had parsed of it
-    # (even an empty one). A reset right after a partial status line is the one case aiohttp
-    # folds into a bare ClientOSError; servers write the status line and headers in one go.
-    return not isinstance(getattr(exc, "message", None), RawResponseMessage)
+KEEPALIVE_IDLE = 60.0  # seconds a connection may sit idle in the pool before it is closed
 
 
 class Attempt:
@@ -44,37 +36,31 @@ class Attempt:
     def __init__(self) -> None:
         self.reused = False
         self.reconnects = 0
-        self.written_ns: int | None = None  # perf_counter_ns as the first try's body went out
+        self.written_ns: int | None = None  # perf_counter_ns as the first try's bytes went out
 
 
-async def _reused(_session, context, _params) -> None:
-    if isinstance(context.trace_request_ctx, Attempt):
-        context.trace_request_ctx.reused = True
+class Target:
+    """Where a URL's requests go: its connection key, the Host header and the path."""
 
-
-async def _writing(_session, context, _params) -> None:
-    # aiohttp signals each body chunk just before writing it (with the headers, for the first):
-    # the request's t0, after the client's own work of building it (DESIGN §5: just before the
-    # POST). A resend keeps the first try's time.
-    attempt = context.trace_request_ctx
-    if isinstance(attempt, Attempt) and attempt.written_ns is None:
-        attempt.written_ns = time.perf_counter_ns()
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise CannotConnect(f"{url} is not an http:// or https:// URL")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.tls = ssl.create_default_context() if parts.scheme == "https" else None
+        self.authority = parts.netloc.rpartition("@")[2]
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 class Pool:
-    """A phase's HTTP sessions: a keep-alive pool, and fresh connections for a resend or for a
+    """A phase's connections: a keep-alive pool, and fresh connections for a resend or for a
     server that never keeps a connection alive."""
 
-    def __init__(self, read_bufsize: int) -> None:
-        trace = aiohttp.TraceConfig()
-        trace.on_connection_reuseconn.append(_reused)
-        trace.on_request_chunk_sent.append(_writing)
-        self.kept = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
-            read_bufsize=read_bufsize, trace_configs=[trace])
-        self.fresh = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, force_close=True), read_bufsize=read_bufsize,
-            trace_configs=[trace])
+    def __init__(self) -> None:
+        self.idle: dict[tuple[str, int], list[Connection]] = {}
+        self.open: set[Connection] = set()
+        self.targets: dict[str, Target] = {}
         self.reuses = 0  # requests answered on a reused connection
         self.reconnects = 0
         self.closing = ""  # why every request now gets a connection of its own
@@ -83,31 +69,74 @@ class Pool:
         return self
 
     async def __aexit__(self, *exc) -> None:
-        await self.kept.close()
-        await self.fresh.close()
+        for connection in self.open:
+            connection.abort()
+        self.open.clear()
+        self.idle.clear()
+        await asyncio.sleep(0)  # let the transports' connection_lost run before the loop ends
 
-    async def post(self, url: str, *, attempt: Attempt | None = None,
-                   **kwargs) -> aiohttp.ClientResponse:
-        """POST; once more, on a fresh connection, if the server had closed the reused one."""
-        attempt = attempt or Attempt()
+    async def post(self, url: str, body: bytes, headers: dict[str, str],
+                   on_body: Callable[[bytes, int], None], *, attempt: Attempt,
+                   stall_timeout: float) -> Exchange:
+        """POST and read the whole response into ``on_body``; once more, on a fresh
+        connection, if the server had closed the reused one before answering."""
+        target = self.targets.get(url) or self.targets.setdefault(url, Target(url))
         while True:
-            attempt.reused, started = False, time.perf_counter()
-            session = self.fresh if self.closing or attempt.reconnects else self.kept
+            fresh = bool(self.closing or attempt.reconnects)
+            data = request_head("POST", target.path, target.authority,
+                                headers | {"Connection": "close"} if fresh else headers,
+                                len(body)) + body
+            started = time.perf_counter()
+            connection = None if fresh else self._idle(target)
+            attempt.reused = connection is not None
             try:
-                response = await session.post(url, trace_request_ctx=attempt, **kwargs)
-            except LOST as exc:
+                if connection is None:
+                    connection = await Connection.open(target.host, target.port, target.tls,
+                                                       stall_timeout)
+                    self.open.add(connection)
+                if attempt.written_ns is None:
+                    attempt.written_ns = time.perf_counter_ns()  # t0: the bytes go out now
+                exchange = await connection.start(data, on_body, stall_timeout).finished
+            except ServerDisconnectedError as exc:
                 late = time.perf_counter() - started > RESEND_WINDOW
-                if attempt.reconnects or not attempt.reused or late or not unanswered(exc):
+                if attempt.reconnects or not attempt.reused or late or exc.answered:
                     raise
                 attempt.reconnects += 1
                 self.reconnects += 1
                 self._server_closes("closed a kept-alive connection unannounced")
                 continue
-            if attempt.reused:
-                self.reuses += 1
-            elif response.headers.get("Connection", "").lower() == "close":
-                self._server_closes("answered Connection: close")
-            return response
+            except BaseException:
+                if connection is not None:
+                    connection.abort()  # cancelled or timed out mid-exchange: state unknown
+                raise
+            finally:
+                if connection is not None and connection.spent:
+                    self.open.discard(connection)
+            self._settled(target, connection, attempt.reused, fresh)
+            return exchange
+
+    def _idle(self, target: Target) -> Connection | None:
+        idle, now = self.idle.get((target.host, target.port), []), time.monotonic()
+        while idle:
+            connection = idle.pop()
+            if not connection.spent and now - connection.idle_since < KEEPALIVE_IDLE:
+                return connection
+            connection.close()
+            self.open.discard(connection)
+        return None
+
+    def _settled(self, target: Target, connection: Connection, reused: bool,
+                 fresh: bool) -> None:
+        closes = "close" in connection.exchange.parser.headers.get("connection", "").lower()
+        if reused:
+            self.reuses += 1
+        elif closes:
+            self._server_closes("answered Connection: close")
+        if not fresh and connection.release():
+            self.idle.setdefault((target.host, target.port), []).append(connection)
+        else:
+            connection.close()
+            self.open.discard(connection)
 
     def _server_closes(self, how: str) -> None:
         # Closing after some requests (cpp-httplib's keep-alive max count) still lets reuse pay

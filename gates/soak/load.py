@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..core import RequestRecord
-from ..inference import READ_BUFFER, Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
+from ..inference import Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
 
 
 class LoadDriver(Protocol):
@@ -48,7 +48,7 @@ class EndpointLoad:
         deadline = time.monotonic() + seconds
         # The load generator's pool: a request on a connection the server had closed is sent
         # once more on a fresh one, so a server's keep-alive limit is not a soak error.
-        async with Pool(READ_BUFFER) as http:
+        async with Pool() as http:
             origin = time.perf_counter_ns()
 
             async def worker(k: int) -> None:
