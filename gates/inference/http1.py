@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-HEAD_MAX = 64 * 1024  # a response head (status line + headers) longer than this is refused
-LINE_MAX = 1024  # a chunk-size line longer than this is refused
+import httptools
+
+HEAD_MAX = 64 * 1024  # bytes before a response's headers are complete; more is refused
+
 
 
 class HttpError(Exception):
@@ -57,39 +59,31 @@ def request_head(method: str, path: str, host: str, headers: dict[str, str],
     return "\r\n".join(lines).encode("latin-1")
 
 
-def _tokens(value: str) -> set[str]:
-    return {t.strip().lower() for t in value.split(",") if t.strip()}
-
-
 class ResponseParser:
     """One response: status and headers, then the body handed to ``on_body`` as it arrives.
 
-    ``on_body(data, arrived_ns)`` gets the body's bytes (chunk framing removed) of each feed in
-    one call. Framing per RFC 9112 §6.3: chunked, Content-Length, or until the connection ends.
+    The bytes are parsed by llhttp (Node.js's HTTP parser, via httptools). ``on_body(data,
+    arrived_ns)`` gets the body's bytes (chunk framing removed) of each feed in one call.
+    Framing per RFC 9112 §6.3: chunked, Content-Length, or until the connection ends.
     """
 
     def __init__(self, on_body: Callable[[bytes, int], None]) -> None:
-        self.on_body = on_body
+        self.sink = on_body
         self.received = 0  # bytes of the response seen, head included
         self.status: int | None = None
         self.version = ""
         self.headers: dict[str, str] = {}  # lower-case names
         self.complete = False
         self.trailing = False  # bytes came after the response's end: the connection is spent
-        self._buf = b""
-        self._state = "head"
-        self._left = 0  # bytes of the current chunk, or of a Content-Length body, still to come
-        self._steps = {"head": self._head, "size": self._size, "data": self._data,
-                       "crlf": self._crlf, "trailer": self._trailer, "length": self._length,
-                       "until-close": self._until_close}
+        self._keep_alive = False
+        self._heads: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._llhttp = httptools.HttpResponseParser(self)
 
     @property
     def keep_alive(self) -> bool:
         """Whether the connection may carry another request after this complete response."""
-        if not self.complete or self.trailing or self._state == "until-close":
-            return False
-        tokens = _tokens(self.headers.get("connection", ""))
-        return "keep-alive" in tokens if self.version == "HTTP/1.0" else "close" not in tokens
+        return self.complete and self._keep_alive and not self.trailing
 
     def feed(self, data: bytes, arrived_ns: int) -> None:
         """Take what the socket delivered; raises BadResponse on bytes that are not HTTP.
@@ -100,116 +94,55 @@ class ResponseParser:
         if self.complete:
             self.trailing = True
             return
-        buf, pos, body = self._buf + data if self._buf else data, 0, []
-        while pos < len(buf) and not self.complete:
-            step = self._steps[self._state](buf, pos, body)
-            if step is None:  # the rest of a line is still to come
-                break
-            pos = step
-        self._buf = buf[pos:]
-        self.trailing = self.complete and bool(self._buf)
-        if body:
-            self.on_body(b"".join(body), arrived_ns)
+        try:
+            self._llhttp.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            raise exc.__context__ from None  # this parser's own refusal (_headers_complete)
+        except httptools.HttpParserError as exc:
+            if not self.complete:
+                raise BadResponse(f"not an HTTP/1.1 response: {exc}") from None
+            self.trailing = True  # llhttp read the extra bytes as the start of another one
+        if self.status is None and self.received > HEAD_MAX:  # llhttp sets no limit itself
+            raise BadResponse(f"no complete response head in {self.received} bytes")
+        if self._body:
+            body, self._body = b"".join(self._body), []
+            self.sink(body, arrived_ns)
 
     def end(self) -> None:
         """The connection ended: fine for a body read until close, an error otherwise."""
-        if self._state == "until-close":
-            self.complete = True
+        if self.status is not None and not self._framed():
+            self.complete = True  # llhttp ends such a body only on llhttp_finish, not exposed
         if not self.complete:
             raise ServerDisconnectedError(self.received)
 
-    def _head(self, buf: bytes, pos: int, body: list) -> int | None:
-        end = buf.find(b"\r\n\r\n", pos)
-        if end < 0:
-            if len(buf) - pos > HEAD_MAX:
-                raise BadResponse(f"a response head over {HEAD_MAX} bytes")
-            return None
-        lines = buf[pos:end].decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        code = rest[:3]
-        if version not in ("HTTP/1.1", "HTTP/1.0") or not code.isdigit() or len(rest) > 3 and \
-                rest[3] != " ":
-            raise BadResponse(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep or not name or name != name.strip():
-                raise BadResponse(f"a malformed header line: {line[:80]!r}")
-            key = name.lower()
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        if 100 <= int(code) < 200:  # informational (100 Continue): the real response follows
-            return end + 4
-        self.version, self.status, self.headers = version, int(code), headers
-        self._state = self._framing()
-        return end + 4
+    def _framed(self) -> bool:
+        coding = self.headers.get("transfer-encoding", "").lower().rsplit(",", 1)[-1].strip()
+        return coding == "chunked" or "content-length" in self.headers or \
+            self.status in (204, 304)
 
-    def _framing(self) -> str:
+    # llhttp's callbacks (httptools calls them by these names)
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._heads.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status, heads, self._heads = self._llhttp.get_status_code(), self._heads, []
+        if 100 <= status < 200:  # informational (100 Continue): the real response follows
+            return
+        for name, value in heads:
+            key, text = name.decode("latin-1").lower(), value.decode("latin-1").strip()
+            self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
         coding = self.headers.get("content-encoding", "identity").lower()
         if coding not in ("identity", ""):
             raise BadResponse(f"Content-Encoding {coding}: this client asks for none")
-        if self.status in (204, 304):
+        framing = self.headers.get("transfer-encoding", "chunked")
+        if framing.lower().rsplit(",", 1)[-1].strip() != "chunked":
+            raise BadResponse(f"Transfer-Encoding {framing}: this client reads chunked only")
+        self.status, self.version = status, f"HTTP/{self._llhttp.get_http_version()}"
+        self._keep_alive = self._llhttp.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.status is not None:  # not the end of a 1xx
             self.complete = True
-            return "length"
-        if "transfer-encoding" in self.headers:
-            if self.headers["transfer-encoding"].lower().rsplit(",", 1)[-1].strip() != "chunked":
-                raise BadResponse(f"Transfer-Encoding {self.headers['transfer-encoding']}")
-            return "size"
-        if "content-length" in self.headers:
-            value = self.headers["content-length"]
-            if not value.isdigit():
-                raise BadResponse(f"Content-Length {value!r}")
-            self._left = int(value)
-            self.complete = self._left == 0
-            return "length"
-        return "until-close"
-
-    def _size(self, buf: bytes, pos: int, body: list) -> int | None:
-        end = buf.find(b"\r\n", pos)
-        if end < 0:
-            if len(buf) - pos > LINE_MAX:
-                raise BadResponse("a chunk-size line over 1 KiB")
-            return None
-        size = buf[pos:end].split(b";", 1)[0].strip()
-        try:
-            self._left = int(size, 16)
-        except ValueError:
-            raise BadResponse(f"a chunk size that is not hex: {size[:40]!r}") from None
-        self._state = "data" if self._left else "trailer"
-        return end + 2
-
-    def _data(self, buf: bytes, pos: int, body: list) -> int | None:
-        take = min(self._left, len(buf) - pos)
-        body.append(buf[pos:pos + take])
-        self._left -= take
-        if not self._left:
-            self._state = "crlf"
-        return pos + take
-
-    def _crlf(self, buf: bytes, pos: int, body: list) -> int | None:
-        if len(buf) - pos < 2:
-            return None
-        if buf[pos:pos + 2] != b"\r\n":
-            raise BadResponse("a chunk not followed by CRLF")
-        self._state = "size"
-        return pos + 2
-
-    def _trailer(self, buf: bytes, pos: int, body: list) -> int | None:
-        end = buf.find(b"\r\n", pos)
-        if end < 0:
-            if len(buf) - pos > HEAD_MAX:
-                raise BadResponse(f"trailers over {HEAD_MAX} bytes")
-            return None
-        if end == pos:  # the empty line that ends the trailers
-            self.complete = True
-        return end + 2
-
-    def _length(self, buf: bytes, pos: int, body: list) -> int | None:
-        pos = self._data(buf, pos, body)
-        self._state = "length"
-        self.complete = not self._left
-        return pos
-
-    def _until_close(self, buf: bytes, pos: int, body: list) -> int | None:
-        body.append(buf[pos:])
-        return len(buf)
