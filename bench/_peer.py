@@ -39,6 +39,13 @@ class Run:
     failed: int = 0
     loop_lag_p99: float | None = None
 
+    def add(self, other: Run) -> Run:
+        """This run with another's requests pooled in (the loop-lag p99 is the worse one)."""
+        lags = [v for v in (self.loop_lag_p99, other.loop_lag_p99) if v is not None]
+        return Run(self.lags + other.lags, self.ttft_errors + other.ttft_errors,
+                   self.uploads + other.uploads, self.failed + other.failed,
+                   max(lags) if lags else None)
+
 
 def key(body: bytes) -> str:
     """The receive stamp's key of a request body (bench/_simproc.py)."""

@@ -118,9 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-parses", action="store_true",
                         help="the peer feeds every chunk to kvgate's own SSE and chunk parsing "
                              "(gates.inference.ResponseStream): what is left is the transport")
+    parser.add_argument("--pairs", type=int, default=3,
+                        help="runs of each client per level, interleaved kvgate-peer, "
+                             "peer-kvgate, ...; their requests are pooled (default 3)")
     parser.add_argument("--plain", action="store_true", help="plain text table, not rich")
     args = parser.parse_args(argv)
     counts = args.requests * len(args.concurrency) if len(args.requests) == 1 else args.requests
+    if args.pairs < 1:
+        parser.error("--pairs needs a positive count")
     if len(counts) != len(args.concurrency) or min(counts + args.concurrency) < 1:
         parser.error("--requests needs one positive count, or one per --concurrency level")
     counts = [min(n, 20_000) for n in counts]  # bounded
@@ -130,20 +135,25 @@ def main(argv: list[str] | None = None) -> int:
     with Sim() as sim:
         background = Background(sim)
         model = "kvgate-sim-tiny"
+        peer = functools.partial(peer_run, parse=args.peer_parses)
         for c, n in zip(args.concurrency, counts, strict=True):
-            runs = []
-            peer = functools.partial(peer_run, parse=args.peer_parses)
-            for who, fn in (("kvgate", kvgate_run), ("peer", peer)):
-                warm = prompts(f"tf-{who}-c{c}-warm", c, args.prompt_tokens, args.max_tokens,
-                               phase="warmup")
-                reqs = prompts(f"tf-{who}-c{c}", n, args.prompt_tokens, args.max_tokens)
-                runs.append(asyncio.run(fn(sim.url, model, c, warm, reqs)))
-            results[c] = (runs[0], runs[1])
+            pooled = {"kvgate": Run(), "peer": Run()}
+            # ABBA...: each pair runs the other way round from the one before, so neither client
+            # always meets the simulator right after the other one's load.
+            for k in range(args.pairs):
+                order = (("kvgate", kvgate_run), ("peer", peer))
+                for who, fn in order if k % 2 == 0 else order[::-1]:
+                    warm = prompts(f"tf-{who}-c{c}-{k}-warm", c, args.prompt_tokens,
+                                   args.max_tokens, phase="warmup")
+                    reqs = prompts(f"tf-{who}-c{c}-{k}", n, args.prompt_tokens, args.max_tokens)
+                    pooled[who] = pooled[who].add(asyncio.run(fn(sim.url, model, c, warm, reqs)))
+            results[c] = (pooled["kvgate"], pooled["peer"])
             print(f"concurrency {c}: done ({time.monotonic() - began:.0f} s)", file=sys.stderr)
         load = background.report()
     peer_is = "; the peer parses as kvgate does" if args.peer_parses else ""
     print(f"# timing fidelity — {machine()}; {pinning}{peer_is}; simulator profile tiny, "
-          f"{args.prompt_tokens}-token prompts, {args.max_tokens} output tokens; {load}")
+          f"{args.prompt_tokens}-token prompts, {args.max_tokens} output tokens; "
+          f"{args.pairs} interleaved run(s) of each client per level, pooled; {load}")
     for title, get in (("First content event: client arrival - simulator send stamp (ms)",
                         lambda r: r.lags),
                        ("TTFT error: client TTFT - server TTFT (ms)", lambda r: r.ttft_errors),
