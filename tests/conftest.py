@@ -53,7 +53,7 @@ def repo() -> Path:
 
 @pytest.fixture
 def tiny_site():
-    """Make a site.toml text whose G1 job set runs in about half a minute."""
+    """Make a site.toml text whose G1 job set runs in about 20 s."""
     return _tiny_site
 
 
@@ -72,6 +72,7 @@ min_free = "0"
 [fio]
 file_size = "16MiB"
 runtime = "7s"
+latency_runtime = "3s"
 qd_sweep = [1, 4]
 qd_sweep_runtime = "1s"
 precondition_passes = 1
