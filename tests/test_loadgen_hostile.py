@@ -205,6 +205,17 @@ def test_a_bad_max_error_rate_is_refused_before_anything_is_sent(hostile, capsys
     assert not hostile.auth and not hostile.posts
 
 
+@pytest.mark.parametrize("value", ["200", "1000", "-5", "4e3", "x"])
+def test_a_vocab_at_or_below_the_reserved_ids_is_refused_before_anything_is_sent(hostile, capsys,
+                                                                                  value):
+    # It used to reach the workload and say "need more than -800 distinct first tokens".
+    with pytest.raises(SystemExit) as exit_:
+        main(["loadgen", "--url", hostile.url, "--vocab", value])
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 2 and f"--vocab: '{value}': give a whole number above 1000" in err
+    assert not hostile.posts
+
+
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=12)
                     | st.floats(allow_nan=False, allow_infinity=False),
                     lambda inner: st.lists(inner, max_size=3)

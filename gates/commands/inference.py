@@ -18,6 +18,7 @@ from rich.table import Table
 from ..core import RequestRecord
 from ..inference import (
     PROBE,
+    RESERVED,
     SEED,
     WARMUP,
     AttributionError,
@@ -47,6 +48,7 @@ from .loadgen_checks import (
     percent,
     positive,
     positive_number,
+    vocab_size,
 )
 
 LOADGEN_EXAMPLES = """examples:
@@ -88,7 +90,8 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
     gen.add_argument("--question-tokens", type=int, default=64)
     gen.add_argument("--output-tokens", type=int, default=32)
     gen.add_argument("--chunk-tokens", type=int, default=256, help="KV chunk size of the tier")
-    gen.add_argument("--vocab", type=int, default=32000, help="token ids are drawn below this")
+    gen.add_argument("--vocab", type=vocab_size, default=32000,
+                     help=f"token ids are drawn from {RESERVED} up to this (default 32000)")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--engine", default="auto", help="metrics adapter (default: detect)")
     gen.add_argument("--evict", choices=["reset", "flood", "none"], default="reset")

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from ..core import RequestRecord
-from ..inference import LoadSettings, PhaseError
+from ..inference import RESERVED, LoadSettings, PhaseError
 
 MODELS_MAX = 1 << 20  # bytes of GET /v1/models read at most: a hostile server may not stop
 SHOWN_ERRORS = 5  # distinct request errors listed under the failure count
@@ -39,6 +39,15 @@ def positive(text: str) -> int:
     """Parse a count (--requests, --concurrency): a whole number of at least 1."""
     if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def vocab_size(text: str) -> int:
+    """Parse --vocab: token ids are drawn from RESERVED up to it, so it must be above that."""
+    if not re.fullmatch(r"[0-9]+", text) or int(text) <= RESERVED:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a whole number above {RESERVED} (token ids are drawn from {RESERVED} "
+            "up to --vocab; the low ids are skipped, where many vocabularies keep control tokens)")
     return int(text)
 
 

@@ -85,6 +85,7 @@ from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
 from .workloads import (
     EVICT,
     PROBE,
+    RESERVED,
     SEED,
     WARMUP,
     Plan,
@@ -145,6 +146,7 @@ __all__ = [
     "PsutilDiskCounters",
     "QUANTITIES",
     "READ_BUFFER",
+    "RESERVED",
     "Repetition",
     "ResponseParser",
     "ResponseStream",
