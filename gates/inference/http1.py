@@ -122,9 +122,11 @@ class ResponseParser:
 
     # llhttp's callbacks (httptools calls them by these names)
     def on_header(self, name: bytes, value: bytes) -> None:
+        """llhttp: one header line of the head being read."""
         self._heads.append((name, value))
 
     def on_headers_complete(self) -> None:
+        """llhttp: the head is complete; a 1xx is skipped, a final status taken with its headers."""
         status, heads, self._heads = self._llhttp.get_status_code(), self._heads, []
         if 100 <= status < 200:  # informational (100 Continue): the real response follows
             return
@@ -141,8 +143,10 @@ class ResponseParser:
         self._keep_alive = self._llhttp.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
+        """llhttp: body bytes, framing removed; handed on once per feed."""
         self._body.append(body)
 
     def on_message_complete(self) -> None:
+        """llhttp: the response is complete (not counted for a 1xx)."""
         if self.status is not None:  # not the end of a 1xx
             self.complete = True
