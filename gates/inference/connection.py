@@ -151,8 +151,6 @@ class Connection(asyncio.Protocol):
         reusable = not self.spent and self.exchange is not None and \
             self.exchange.parser.keep_alive
         self.exchange, self.idle_since = None, time.monotonic()
-        if not reusable:
-            self.close()
         return reusable
 
     def close(self) -> None:

@@ -7,11 +7,11 @@ Pure: gates.inference.connection feeds it what the socket delivered, stamped on 
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import httptools
 
 HEAD_MAX = 64 * 1024  # bytes before a response's headers are complete; more is refused
-
 
 
 class HttpError(Exception):
@@ -49,6 +49,14 @@ class StallTimeout(TimeoutError):
     """No byte of the response for the stall timeout."""
 
 
+def authority(url: str) -> tuple[str, str, int, str]:
+    """A URL's scheme, host, port (the scheme's default when absent) and path with query."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, parts.hostname or "", port, \
+        (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
 def request_head(method: str, path: str, host: str, headers: dict[str, str],
                  length: int) -> bytes:
     """The request line and headers, with Host and Content-Length, ready to write."""
@@ -71,11 +79,11 @@ class ResponseParser:
         self.sink = on_body
         self.received = 0  # bytes of the response seen, head included
         self.status: int | None = None
-        self.version = ""
         self.headers: dict[str, str] = {}  # lower-case names
         self.complete = False
         self.trailing = False  # bytes came after the response's end: the connection is spent
         self._keep_alive = False
+        self._until_close = False  # no Content-Length, no chunking: the body ends with the socket
         self._heads: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._llhttp = httptools.HttpResponseParser(self)
@@ -110,15 +118,10 @@ class ResponseParser:
 
     def end(self) -> None:
         """The connection ended: fine for a body read until close, an error otherwise."""
-        if self.status is not None and not self._framed():
+        if self._until_close:
             self.complete = True  # llhttp ends such a body only on llhttp_finish, not exposed
         if not self.complete:
             raise ServerDisconnectedError(self.received)
-
-    def _framed(self) -> bool:
-        coding = self.headers.get("transfer-encoding", "").lower().rsplit(",", 1)[-1].strip()
-        return coding == "chunked" or "content-length" in self.headers or \
-            self.status in (204, 304)
 
     # llhttp's callbacks (httptools calls them by these names)
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -139,8 +142,10 @@ class ResponseParser:
         framing = self.headers.get("transfer-encoding", "chunked")
         if framing.lower().rsplit(",", 1)[-1].strip() != "chunked":
             raise BadResponse(f"Transfer-Encoding {framing}: this client reads chunked only")
-        self.status, self.version = status, f"HTTP/{self._llhttp.get_http_version()}"
-        self._keep_alive = self._llhttp.should_keep_alive()
+        self.status, self._keep_alive = status, self._llhttp.should_keep_alive()
+        # Any Transfer-Encoding left here ends in chunked (refused above otherwise).
+        self._until_close = not ({"transfer-encoding", "content-length"} & self.headers.keys()
+                                 or status in (204, 304))
 
     def on_body(self, body: bytes) -> None:
         """llhttp: body bytes, framing removed; handed on once per feed."""

@@ -12,14 +12,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr
 
 from ..core import RequestOutcome, RequestRecord, percentile
 from .collector import heap_set_aside
 from .cpu import cpu_snapshot, cpu_use
-from .http1 import CannotConnect, ConnectTimeout, HttpError, StallTimeout
+from .http1 import CannotConnect, ConnectTimeout, HttpError, StallTimeout, authority
 from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from .sse import SSEProtocolError
@@ -129,9 +128,8 @@ def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: f
 
 def _where(endpoint: Endpoint) -> str:
     """host:port and path of the POST, the prefix of every error a request can end with."""
-    url = urlsplit(endpoint.post_url())
-    port = url.port or (443 if url.scheme == "https" else 80)
-    return f"POST {url.hostname}:{port}{url.path}"
+    _, host, port, path = authority(endpoint.post_url())
+    return f"POST {host}:{port}{path}"
 
 
 def _timed_out(exc: TimeoutError, settings: LoadSettings) -> str:

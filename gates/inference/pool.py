@@ -20,7 +20,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from .connection import Connection, Exchange
-from .http1 import CannotConnect, ServerDisconnectedError, request_head
+from .http1 import CannotConnect, ServerDisconnectedError, authority, request_head
 
 # A server closing an idle kept-alive connection has closed it by the time the request arrives,
 # so the failure shows within a round trip; one that shows later may have been running the
@@ -43,14 +43,11 @@ class Target:
     """Where a URL's requests go: its connection key, the Host header and the path."""
 
     def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        scheme, self.host, self.port, self.path = authority(url)
+        if scheme not in ("http", "https") or not self.host:
             raise CannotConnect(f"{url} is not an http:// or https:// URL")
-        self.host = parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.tls = ssl.create_default_context() if parts.scheme == "https" else None
-        self.authority = parts.netloc.rpartition("@")[2]
-        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.tls = ssl.create_default_context() if scheme == "https" else None
+        self.authority = urlsplit(url).netloc.rpartition("@")[2]
 
 
 class Pool:
