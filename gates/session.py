@@ -27,7 +27,8 @@ from .core import (
     UpstreamRef,
     upstream_gate,
 )
-from .engines import EngineRun, choose_engine
+from .engines import ArmRunner, EngineRun, choose_engine, kv_bytes_per_token
+from .inference import MachineReadings
 from .options import RunConfig, RunOptions
 from .report import ReportContext, Signer, arm_row, configured_signer, retest_rows, write_reports
 from .storage import TargetLock, lock_target
@@ -179,6 +180,15 @@ class GateSession:
             self.engine_run = choose_engine(self.site.engine, self.site.arms,
                                             self.site.target.directory)
         return self.engine_run
+
+    def arm_runner(self, site: Site, name: str, gate: str, machine: MachineReadings,
+                   output_tokens: int | None = None, tag: str = "") -> ArmRunner:
+        """An arm of ``site`` as this run measures it: requests stored, logs kept as evidence."""
+        return ArmRunner(name=name, site=site, gate=gate, run_id=self.run_id,
+                         evidence_dir=self.evidence_dir, add_evidence=self.add_evidence,
+                         kv_bytes_per_token=kv_bytes_per_token(site, self.engine()),
+                         machine=machine, output_tokens=output_tokens, tag=tag,
+                         on_record=lambda rec: self.store.add_request(self.run_id, rec))
 
     def arms(self, gate: str) -> dict[str, Arm]:
         """The arms a gate measures: the chosen engine's for G2/G3, the site's for G4."""

@@ -1,40 +1,63 @@
 """G3 main gate: does the candidate tier deliver the promised gain over the G2 baseline, did
 the KV really come from the candidate storage, and are the outputs still correct?
 
-The candidate arm runs the same seeded workload as G2 (same workload hash, or G3 is BLOCKED);
-the baseline figures are G2's stored repetitions, checked against G2's evidence manifest.
+The candidate arm runs the same seeded workload as G2 (same workload hash, or G3 is BLOCKED).
+G3 measures the baseline arm again as a control, in ABBA pairs with the candidate, and decides
+from the pairs (gates.core.paired) at a fixed schedule of looks; G2's stored repetitions,
+checked against G2's evidence manifest, are what the control baseline must not have moved from.
 """
 
 import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
 from gates.core import G3
-from gates.inference import correctness, evidence_table, g3_chains, g3_measurements
+from gates.inference import (
+    baseline_shift,
+    by_concurrency,
+    correctness,
+    design_text,
+    evidence_table,
+    g3_chains,
+    g3_measurements,
+    level_tables,
+)
 
 pytestmark = [pytest.mark.gate, pytest.mark.g3]
 
 
 @pytest.fixture(scope="module")
-def g3(g3_reference, g3_candidate, g3_recompute, kvgate, compare_with_preflight, g3_proof):
+def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_preflight,
+       g3_proof):
     """Every G3 measurement; BLOCKED or ERROR ones say why."""
-    for runs in (g3_reference, g3_candidate):
+    for runs in (g3_reference, g3_pairs):
         if runs.blocked:
             return [G3["g3.comparison"].blocked(runs.blocked)]
         if runs.error:
             return [G3["g3.comparison"].error(runs.error)]
+    limits, g2_by = kvgate.thresholds.g3, by_concurrency(g3_reference.reps)
+    kvgate.facts.setdefault("g3", {})["comparison design"] = design_text(
+        limits, kvgate.thresholds.decision)
+    for c, level in sorted(g3_pairs.pairs.items()):
+        kvgate.tables.setdefault("g3", {}).update(
+            level_tables(c, level, limits, kvgate.thresholds.decision))
+        for text in baseline_shift(c, g2_by.get(c, []), [b for b, _ in level], limits,
+                                   kvgate.thresholds.g2):
+            kvgate.deviate("g3", text)
     recompute = g3_recompute.reps if not g3_recompute.error else []
     chains = g3_chains(g3_candidate.reps, recompute, *g3_proof)
-    kvgate.tables["g3"] = {G3["g3.evidence_chain"].name(c): evidence_table(signals)
-                           for c, signals in chains.items()}
-    out = g3_measurements(g3_reference.reps, g3_candidate.reps, recompute,
-                          kvgate.thresholds.g3, kvgate.thresholds.decision, chains,
-                          kv_bytes_per_token=g3_proof[1])
+    kvgate.tables.setdefault("g3", {}).update(
+        {G3["g3.evidence_chain"].name(c): evidence_table(signals)
+         for c, signals in chains.items()})
+    out = g3_measurements(g3_pairs.pairs, recompute, kvgate.thresholds.g3,
+                          kvgate.thresholds.decision, chains,
+                          kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")
-    arms = {"baseline": g3_reference.reps, "candidate": g3_candidate.reps,
+    control = [b for level in g3_pairs.pairs.values() for b, _ in level]
+    arms = {"baseline": control, "candidate": g3_candidate.reps,
             "recompute": g3_recompute.reps}
-    kvgate.charts["g3"] = [("TTFT CDF, baseline (G2) vs candidate", ttft_cdf(arms)),
+    kvgate.charts["g3"] = [("TTFT CDF, baseline (G3 control) vs candidate", ttft_cdf(arms)),
                            ("Throughput vs concurrency", throughput_by_concurrency(arms))]
     note = compare_with_preflight(measured)
     if note:

@@ -54,8 +54,13 @@ def test_one_repetition_cannot_give_a_cv():
 
 
 def g3(cand, base=None, recompute=(), statistic="point"):
-    base = base or [rep("baseline", i, 10.0, 100.0 + i) for i in range(3)]
-    return by_name(g3_measurements(base, cand, list(recompute), G3Limits(),
+    """G3 on pairs: the i-th baseline repetition ran back to back with the i-th candidate's."""
+    base = base or [rep("baseline", i, 10.0, 100.0 + i, c=x.concurrency)
+                    for i, x in enumerate(cand)]
+    pairs = {}
+    for b, x in zip(base, cand, strict=True):
+        pairs.setdefault(x.concurrency, []).append((b, x))
+    return by_name(g3_measurements(pairs, list(recompute), G3Limits(),
                                    Decision(statistic=statistic)))
 
 
@@ -65,7 +70,8 @@ def test_a_clear_gain_passes_with_an_interval():
     gain = ms["Output-throughput gain @ concurrency 8"]
     assert ttft.outcome is Outcome.PASS and round(ttft.value) == 40
     assert ttft.interval[0] <= ttft.value <= ttft.interval[1]
-    assert gain.outcome is Outcome.PASS and "relative to G2" in str(gain.limit)
+    assert gain.outcome is Outcome.PASS and "baseline's output throughput" in str(gain.limit)
+    assert "3 ABBA pairs" in ttft.note
     assert "above the claimed band" not in gain.note
 
 
@@ -97,9 +103,18 @@ def test_recompute_reference_speedups():
     assert round(ms["Throughput speed-up vs recompute @ concurrency 8"].value, 1) == 18.3
 
 
-def test_a_missing_baseline_level_is_an_error():
-    ms = g3([rep("candidate", 0, 7.0, 135.0, c=16)])
-    assert ms["TTFT p50 reduction @ concurrency 16"].outcome is Outcome.ERROR
+def test_a_pair_without_a_figure_is_an_error_naming_it():
+    cand = [rep("candidate", i, 7.0, 135.0, c=16) for i in range(3)]
+    cand[1] = cand[1].model_copy(update={"ttfts": [], "output_throughput": None})
+    ms = g3(cand)
+    ttft = ms["TTFT p50 reduction @ concurrency 16"]
+    assert ttft.outcome is Outcome.ERROR and "not finite and > 0" in ttft.note
+
+
+def test_fewer_pairs_than_the_first_look_decide_nothing():
+    ms = g3([rep("candidate", i, 6.0, 135.0) for i in range(2)])
+    ttft = ms["TTFT p50 reduction @ concurrency 8"]
+    assert ttft.outcome is Outcome.ERROR and "first look is at 3" in ttft.note
 
 
 def test_correctness_names_the_mismatching_context():
@@ -193,13 +208,14 @@ def test_g3_carries_an_evidence_chain_per_level():
     base = [rep("baseline", i, 2.0, 100) for i in range(3)]
     cand = [rep("candidate", i, 1.0, 150).model_copy(update={
         "storage_read_bytes": 1e6, "device_read_bytes": 1_000_000}) for i in range(3)]
-    out = g3_measurements(base, cand, [], G3Limits(), Decision())
+    out = g3_measurements({8: list(zip(base, cand, strict=True))}, [], G3Limits(), Decision())
     [chain] = [m for m in out if m.id == "g3.evidence_chain"]
     assert chain.at == 8 and chain.name == "Storage-read evidence chain @ concurrency 8"
     assert chain.outcome is Outcome.PASS, chain.note
     blind = [r.model_copy(update={"caveat": "tier-blind: counts CPU-tier hits too",
                                   "device_read_bytes": None}) for r in cand]
-    [chain] = [m for m in g3_measurements(base, blind, [], G3Limits(), Decision())
+    [chain] = [m for m in g3_measurements({8: list(zip(base, blind, strict=True))}, [],
+                                          G3Limits(), Decision())
                if m.id == "g3.evidence_chain"]
     assert chain.outcome is Outcome.ERROR and chain.note.startswith("INCONCLUSIVE")
 
@@ -245,3 +261,37 @@ def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_prob
     unknown = by_name(storage_proof(1, cand, G3Limits()))
     assert unknown["KV devices' read bytes vs the engine's storage reads @ concurrency 1"] \
         .outcome is Outcome.ERROR
+
+
+def _with_machine(reps, speeds):
+    from gates.inference import CpuReference
+    return [r.model_copy(update={"machine": [CpuReference(seconds={0: a}),
+                                             CpuReference(seconds={0: b})]})
+            for r, (a, b) in zip(reps, speeds, strict=True)]
+
+
+def test_an_unstable_baseline_on_a_moving_machine_is_inconclusive_not_fail():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.012), (0.012, 0.0125)])
+    cv = by_name(g2_measurements(moving, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR
+    assert cv.note.startswith("INCONCLUSIVE: CV 10.0 % > 5 %, but the machine's CPU speed "
+                              "varied by 25.0 % (g2.cpu_speed_variation_max 10 %)")
+
+
+def test_an_unstable_baseline_on_a_steady_machine_still_fails():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    steady = _with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102), (0.0102, 0.0101)])
+    cv = by_name(g2_measurements(steady, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.FAIL
+    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+
+
+def test_a_stable_baseline_on_a_moving_machine_passes_and_says_how_much_it_moved():
+    reps = [rep("baseline", i, 10.0, 100.0) for i in range(3)]
+    moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.013), (0.013, 0.012)])
+    cv = by_name(g2_measurements(moving, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.PASS and "varied by 30.0 %" in cv.note

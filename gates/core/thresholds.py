@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
+from .paired import looks_problem
 from .strict import Strict
 from .units import Duration, Percent, Rate
 
@@ -51,6 +52,10 @@ class G2Limits(Strict):
     other_cpu_max: Percent = Field(default=25.0, ge=0.0, le=100.0, description=(
         "a share of all cores"))
     repetitions: PositiveInt = 3
+    # The machine as a control: a fixed CPU workload timed between repetitions. A stability
+    # failure while the machine's own speed moved more than this is INCONCLUSIVE (ERROR).
+    cpu_speed_variation_max: Percent = Field(default=10.0, gt=0.0, le=100.0, description=(
+        "(slowest - fastest) / fastest reading of the CPU reference"))
 
 
 class G3Limits(Strict):
@@ -72,6 +77,15 @@ class G3Limits(Strict):
     # one still move the logprobs. The CPU build gives 0.0000 (same kernels, bf16); a GPU's
     # chunked prefill vs one prefill differs in the last digits, far below 0.1.
     correctness_logprob_gap_max: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
+    # The paired comparison (gates.core.paired): baseline and candidate repetitions in ABBA
+    # pairs, looked at after these pair counts (the last is the pair budget per level), while
+    # comparison_budget lasts; each look holds its interval at (1 - confidence) / 2 / looks
+    # per side, so the whole plan's false-accept risk is at most (1 - confidence) / 2.
+    pair_looks: list[PositiveInt] = Field(default=[3, 5, 8, 12], min_length=1, max_length=20)
+    comparison_budget: Duration = Field(default=1800.0, gt=0, description=(
+        "the time G3 may spend on pairs, all levels"))
+    # G3's own baseline repetitions against G2's record: moved further than this, a deviation.
+    baseline_shift_max: Percent = Field(default=10.0, gt=0.0, le=100.0)
 
     @model_validator(mode="after")
     def _band_in_order(self) -> G3Limits:
@@ -79,6 +93,8 @@ class G3Limits(Strict):
             raise ValueError(f"throughput_gain_min ({self.throughput_gain_min:g} %) is above "
                              f"throughput_gain_claimed_max ({self.throughput_gain_claimed_max:g}"
                              " %)")
+        if problem := looks_problem(self.pair_looks):
+            raise ValueError(f"pair_looks: {problem}")
         if self.storage_side_band_min >= self.storage_side_band_max:
             raise ValueError(f"storage_side_band_min ({self.storage_side_band_min:g} %) is not "
                              f"below storage_side_band_max ({self.storage_side_band_max:g} %): "

@@ -17,15 +17,20 @@ from .protocol import (
     run_arm_once,
     start_arm,
 )
+from .runner import ArmRunner, arm_problem, engine_site, kv_bytes_per_token
 
 __all__ = [
+    "ArmRunner",
     "CANDIDATE_DIR",
     "EngineRun",
     "InstallError",
     "ProtocolError",
+    "arm_problem",
     "cache_root",
     "choose_engine",
     "engine_problems",
+    "engine_site",
+    "kv_bytes_per_token",
     "run_arm_once",
     "run_step",
     "server_command",

@@ -5,6 +5,19 @@ from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
 from .attribution import StorageAttribution, attribute, detect_engine
 from .chunks import DONE, StreamChunk, Usage, classify
 from .collector import FREEZE_EVERY, heap_set_aside
+from .comparison import (
+    WHY_PAIRS,
+    Pair,
+    baseline_shift,
+    comparison,
+    design_text,
+    level_done,
+    level_looks,
+    level_tables,
+    look_plan,
+    looks_table,
+    pairs_table,
+)
 from .controls import restore_physics, working_set
 from .counters import StorageReads, StorageSnapshot, SysfsCounters, double_counted, storage_reads
 from .cpu import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
@@ -27,7 +40,15 @@ from .evidence import (
     judge_chain,
     within,
 )
-from .g2g3 import correctness, g2_measurements, g3_chains, g3_measurements, level_chain, starved
+from .g2g3 import (
+    by_concurrency,
+    correctness,
+    g2_measurements,
+    g3_chains,
+    g3_measurements,
+    level_chain,
+    starved,
+)
 from .g3proof import PROOF_FAILED, device_reads, process_reads, storage_proof
 from .http1 import (
     BadResponse,
@@ -54,6 +75,7 @@ from .loadgen import (
     run_phase,
     send,
 )
+from .machine import CpuReference, MachineReadings, cpu_reference, speed_variation
 from .metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, stats, summarize, tpot, ttft
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (
@@ -109,6 +131,7 @@ __all__ = [
     "ChainVerdict",
     "ColdRecovery",
     "ConnectTimeout",
+    "CpuReference",
     "CpuSnapshot",
     "CpuUse",
     "DONE",
@@ -130,12 +153,14 @@ __all__ = [
     "LoopLagMonitor",
     "MARKER",
     "MOONCAKE_BLOCK",
+    "MachineReadings",
     "MetricSet",
     "MetricsMismatch",
     "MetricsParseError",
     "MetricsSource",
     "PROBE",
     "PROOF_FAILED",
+    "Pair",
     "PhaseError",
     "Plan",
     "PlannedLike",
@@ -173,17 +198,23 @@ __all__ = [
     "SysfsCounters",
     "Usage",
     "WARMUP",
+    "WHY_PAIRS",
     "WorkloadError",
     "add_up",
     "attribute",
+    "baseline_shift",
     "block_tokens",
+    "by_concurrency",
     "chain_measurement",
     "chunk_gaps",
     "classify",
     "cold_recovery",
+    "comparison",
     "correctness",
+    "cpu_reference",
     "cpu_snapshot",
     "cpu_use",
+    "design_text",
     "detect_engine",
     "device_read_bytes",
     "device_reads",
@@ -203,8 +234,14 @@ __all__ = [
     "judge_chain",
     "judge_self_check",
     "level_chain",
+    "level_done",
+    "level_looks",
+    "level_tables",
+    "look_plan",
+    "looks_table",
     "mooncake_replay",
     "multi_turn",
+    "pairs_table",
     "parse_metrics",
     "parse_mooncake",
     "payload",
@@ -229,6 +266,7 @@ __all__ = [
     "server_identity",
     "settle",
     "shared_prefix",
+    "speed_variation",
     "starved",
     "stats",
     "storage_proof",

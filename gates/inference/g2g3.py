@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from ..core import (
     G2,
     G3,
-    Comparison,
     Decision,
     Declared,
     G2Limits,
@@ -15,18 +14,16 @@ from ..core import (
     Limit,
     Measurement,
     Outcome,
-    above_claimed_band,
     cv_percent,
-    decide,
     median,
     percentile,
     speedup,
-    throughput_gain,
-    ttft_reduction,
 )
+from .comparison import Pair, comparison
 from .counters import StorageReads
 from .evidence import Signal, chain_measurement
 from .g3proof import storage_proof
+from .machine import speed_variation
 from .proof import ProofContext, probe_chain, recompute_row
 from .repetitions import Repetition, probe_evidence
 
@@ -62,8 +59,17 @@ def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
     cv = cv_percent(values)
     if cv is None:
         return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
+    speed = speed_variation([x for r in reps for x in r.machine])
+    moved = "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %"
     m = declared.measured(cv, limit, at=c, note="per repetition: "
-                          + ", ".join(f"{v:.4g}" for v in values))
+                          + ", ".join(f"{v:.4g}" for v in values) + moved)
+    if m.outcome is Outcome.FAIL and speed is not None and speed > limits.cpu_speed_variation_max:
+        # Not the baseline's instability but the machine's: the measurement says nothing.
+        return declared.error(
+            f"INCONCLUSIVE: CV {cv:.1f} % > {limits.cv_max:g} %, but the machine's CPU speed "
+            f"varied by {speed:.1f} % (g2.cpu_speed_variation_max "
+            f"{limits.cpu_speed_variation_max:g} %) over these repetitions{_busiest(reps)}; "
+            f"{m.note}", limit, at=c)
     if m.outcome is Outcome.FAIL:
         # A CV failure under load is a real measurement; say what else ran.
         m.note = (f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %{_busiest(reps)}; "
@@ -103,40 +109,6 @@ def self_check(declared: Declared, c: int, reps: list[Repetition]) -> Measuremen
 def g2_measurements(reps: Sequence[Repetition], limits: G2Limits) -> list[Measurement]:
     """Every G2 measurement, level by level."""
     return [m for c, group in by_concurrency(reps).items() for m in g2_level(c, group, limits)]
-
-
-def _compare(declared: Declared, c: int, comparison: Comparison, limit: Limit, statistic: str,
-             note: str = "") -> Measurement:
-    return declared.stamp(Measurement(
-        name=declared.name(c), value=comparison.point, unit=limit.unit, limit=limit,
-        outcome=decide(comparison, limit, statistic), interval=comparison.interval,
-        note="; ".join(filter(None, [comparison.statistic_text, note]))), c)
-
-
-def gains(c: int, base: list[Repetition], cand: list[Repetition], limits: G3Limits,
-          decision: Decision) -> list[Measurement]:
-    """TTFT p50 reduction and output-throughput gain of the candidate over the G2 baseline."""
-    ttft_limit = Limit.at_least(limits.ttft_p50_reduction_min, "%",
-                                key="g3.ttft_p50_reduction_min",
-                                relative_to=f"G2 TTFT p50 @ concurrency {c}")
-    gain_limit = Limit.at_least(limits.throughput_gain_min, "%", key="g3.throughput_gain_min",
-                                relative_to=f"G2 output throughput @ concurrency {c}")
-    declared = (G3["g3.ttft_p50_reduction"], G3["g3.throughput_gain"])
-    try:
-        ttft = ttft_reduction([r.ttfts for r in base], [r.ttfts for r in cand],
-                              confidence=decision.confidence)
-        tput = throughput_gain([r.output_throughput or 0.0 for r in base],
-                               [r.output_throughput or 0.0 for r in cand],
-                               confidence=decision.confidence)
-    except ValueError as exc:
-        return [d.error(str(exc), lim, at=c)
-                for d, lim in zip(declared, (ttft_limit, gain_limit), strict=True)]
-    claimed = limits.throughput_gain_claimed_max
-    note = (f"above the claimed band (+{limits.throughput_gain_min:g}…+{claimed:g} %): check "
-            "that the baseline was configured fairly" if above_claimed_band(tput.point, claimed)
-            else "")
-    return [_compare(declared[0], c, ttft, ttft_limit, decision.statistic),
-            _compare(declared[1], c, tput, gain_limit, decision.statistic, note)]
 
 
 def recompute_reference(c: int, cand: list[Repetition],
@@ -202,32 +174,32 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int,
     return G3["g3.outputs_differing"].measured(len(bad), limit, at=tokens, note=note)
 
 
-def g3_measurements(base: Sequence[Repetition], cand: Sequence[Repetition],
-                    recompute: Sequence[Repetition], limits: G3Limits,
-                    decision: Decision, chains: dict[int, list[Signal]] | None = None,
-                    kv_bytes_per_token: int | None = None) -> list[Measurement]:
+def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition],
+                    limits: G3Limits, decision: Decision,
+                    chains: dict[int, list[Signal]] | None = None,
+                    kv_bytes_per_token: int | None = None,
+                    time_spent: bool = False) -> list[Measurement]:
     """Every G3 measurement per concurrency level (correctness is added by the suite).
 
-    chains are the levels' evidence chains (g3_chains); without them they are built with the
-    default proof context (no G1 bandwidth, no host memory: the controls then say so).
+    pairs are each level's (baseline, candidate) repetitions as they ran, ABBA; chains are
+    the levels' evidence chains (g3_chains); without them they are built with the default
+    proof context (no G1 bandwidth, no host memory: the controls then say so).
     """
-    base_by, rec_by = by_concurrency(base), by_concurrency(recompute)
+    cand = [c for level in pairs.values() for _, c in level]
+    rec_by = by_concurrency(recompute)
     if chains is None:
         chains = g3_chains(cand, recompute, ProofContext(
             read_fraction_min=limits.storage_read_fraction_min,
             band=(limits.storage_side_band_min, limits.storage_side_band_max)), None)
     out: list[Measurement] = []
-    for c, group in by_concurrency(cand).items():
+    for c, level in sorted(pairs.items()):
+        group = [x for _, x in level]
         errors = sum(r.errors for r in group)
         out.append(G3["g3.request_errors"].measured(
             errors, Limit.at_most(0, "requests"), at=c,
             note="; ".join(r.error_text for r in group if r.error_text)
             or f"{sum(r.sent for r in group)} requests sent"))
-        if c not in base_by:
-            out.append(G3["g3.ttft_p50_reduction"].error(
-                f"the G2 baseline has no concurrency {c}", at=c))
-            continue
-        out += gains(c, base_by[c], group, limits, decision)
+        out += comparison(c, level, limits, decision, time_spent)
         out += storage_proof(c, group, limits, kv_bytes_per_token)
         out.append(G3["g3.evidence_chain"].stamp(chain_measurement("", chains[c]), c))
         if c in rec_by:

@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from ..core import percentile
 from .counters import StorageReads
 from .cpu import CpuUse
+from .machine import CpuReference
 from .metrics import summarize
 from .phases import ColdRecovery
 from .proof import ProbeEvidence, engine_evidence
@@ -52,6 +53,8 @@ class Repetition(BaseModel):
     kv_dir_bytes: int | None = None
     server: str = ""  # what the server said it is (GET /v1/models, its version endpoint)
     simulated: bool = False  # the server said it is kvgate's simulator
+    # The machine as a control: the CPU reference timed just before and just after (G2, G3).
+    machine: list[CpuReference] = []
 
     @property
     def ttft_p50(self) -> float | None:

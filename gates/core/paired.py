@@ -1,0 +1,214 @@
+"""G3's comparison: pairs of whole repetitions, looked at on a fixed schedule. Pure.
+
+The unit is the pair: one baseline and one candidate repetition run back to back (ABBA order),
+so that a drift of the machine hits both. Requests queued behind each other inside one
+repetition are not independent draws (their spread is their queue position), so a repetition
+is summarised by the seed's statistic (TTFT p50, output throughput) and the uncertainty comes
+from the pairs alone: d_i = ln(candidate_i / baseline_i), a Student t interval on their mean.
+
+The rule looks at the pair counts of ``LookPlan.looks`` only. Each look holds its interval at
+alpha / K per side (K looks): by the union bound the chance that ANY look wrongly clears the
+limit is at most alpha, however many looks stop early (Bonferroni alpha spending). A look
+decides PASS when the interval clears the limit, FAIL when it lies wholly on the wrong side;
+the last look (or a spent budget) without a decision is MARGINAL.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .stats import Comparison, DecisionStatistic, decide
+from .verdict import Limit, Outcome
+
+Metric = Literal["reduction", "gain"]  # 100 (1 - ratio) for TTFT, 100 (ratio - 1) for tok/s
+LookOutcome = Literal["PASS", "FAIL", "continue", "MARGINAL"]
+MAX_PAIRS = 1000
+
+
+def looks_problem(looks: Sequence[int]) -> str:
+    """Why a schedule of looks cannot be run ("" if it can)."""
+    if not looks:
+        return "no looks: the rule needs at least one"
+    if looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        return (f"{list(looks)} must rise strictly from at least 2 pairs (a t interval needs "
+                "two)")
+    if looks[-1] > MAX_PAIRS:
+        return f"{list(looks)} goes up to {looks[-1]} pairs: at most {MAX_PAIRS}"
+    return ""
+
+
+class LookPlan(BaseModel):
+    """The pair counts at which the rule looks, and the risk it spends over all of them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    looks: tuple[int, ...]
+    alpha: float = Field(gt=0, lt=0.5)  # one-sided, per direction, over the whole plan
+
+    @model_validator(mode="after")
+    def _increasing(self) -> LookPlan:
+        if problem := looks_problem(self.looks):
+            raise ValueError(problem)
+        return self
+
+    @property
+    def alpha_per_look(self) -> float:
+        """One-sided risk each look may spend (Bonferroni: an equal share)."""
+        return self.alpha / len(self.looks)
+
+    @property
+    def level(self) -> float:
+        """Two-sided confidence level of each look's interval."""
+        return 1 - 2 * self.alpha_per_look
+
+    @property
+    def budget(self) -> int:
+        """Pairs per level at most: the last look."""
+        return self.looks[-1]
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(p: float, df: int) -> float:
+    """Student t quantile (scipy's, the reference implementation)."""
+    from scipy.stats import t  # here: importing scipy costs ~0.3 s, paid once when used
+
+    return float(t.ppf(p, df))
+
+
+def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[float]:
+    """ln(candidate_i / baseline_i) of each pair; ValueError for a figure that is not > 0."""
+    if len(baseline) != len(candidate):
+        raise ValueError(f"{len(baseline)} baseline but {len(candidate)} candidate figures: "
+                         "a pair needs one of each")
+    bad = [v for v in (*baseline, *candidate) if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"a pair's figure is not finite and > 0: {bad[:3]}")
+    return [math.log(c / b) for b, c in zip(baseline, candidate, strict=True)]
+
+
+def to_percent(metric: Metric, d: float) -> float:
+    """A mean log ratio as the % figure the limit is written in."""
+    return 100 * (1 - math.exp(d)) if metric == "reduction" else 100 * (math.exp(d) - 1)
+
+
+def to_log(metric: Metric, percent: float) -> float:
+    """The % figure as a log ratio (the inverse of to_percent)."""
+    ratio = 1 - percent / 100 if metric == "reduction" else 1 + percent / 100
+    if ratio <= 0:
+        raise ValueError(f"{percent:g} % is not a {metric} a ratio can have")
+    return math.log(ratio)
+
+
+def t_interval(d: Sequence[float], level: float) -> tuple[float, float, float]:
+    """Mean of d and its two-sided Student t interval at ``level`` (log scale)."""
+    n = len(d)
+    if n < 2:
+        raise ValueError("a t interval needs at least two pairs")
+    mean, sd = statistics.fmean(d), statistics.stdev(d)
+    half = t_quantile(1 - (1 - level) / 2, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+class Look(BaseModel):
+    """One look of the rule at one metric: the figure, its interval, what it decided."""
+
+    pairs: int
+    point: float  # %
+    lo: float  # %
+    hi: float  # %
+    level: float  # two-sided confidence of this look's interval
+    outcome: LookOutcome
+
+
+def look(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
+         statistic: DecisionStatistic = "point", last: bool = False) -> Look:
+    """What one look at these pairs decides for a >= or <= limit on the % figure."""
+    mean, lo_d, hi_d = t_interval(d, plan.level)
+    ends = sorted((to_percent(metric, lo_d), to_percent(metric, hi_d)))
+    point = to_percent(metric, mean)
+    comparison = Comparison(point=point, lo=ends[0], hi=ends[1], confidence=plan.level,
+                            n_baseline=len(d), n_candidate=len(d), statistic_text="")
+    if decide(comparison, limit, statistic) is Outcome.PASS:
+        outcome: LookOutcome = "PASS"
+    elif not any(limit.contains(v) for v in ends) and not limit.contains(point):
+        outcome = "FAIL"  # the whole interval on the wrong side
+    else:
+        outcome = "MARGINAL" if last else "continue"
+    return Look(pairs=len(d), point=point, lo=ends[0], hi=ends[1], level=plan.level,
+                outcome=outcome)
+
+
+class Sequential(BaseModel):
+    """Every look made at one metric of one level, and where the rule stopped."""
+
+    metric: Metric
+    looks: list[Look]
+
+    @property
+    def decided(self) -> Look | None:
+        """The look that decided (PASS or FAIL), if one did."""
+        return next((x for x in self.looks if x.outcome in ("PASS", "FAIL")), None)
+
+    @property
+    def final(self) -> Look | None:
+        """The deciding look, else the last one made."""
+        return self.decided or (self.looks[-1] if self.looks else None)
+
+
+def sequential(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
+               statistic: DecisionStatistic = "point", spent: bool = False) -> Sequential:
+    """The looks the plan makes at these pairs, stopping at the first decision.
+
+    ``spent``: no more pairs will come (budget in minutes spent, or the level was stopped), so
+    the last look made is final and undecided means MARGINAL.
+    """
+    due = [n for n in plan.looks if n <= len(d)]
+    looks: list[Look] = []
+    for n in due:
+        last = n == plan.budget or (spent and n == due[-1])
+        looks.append(look(d[:n], metric, limit, plan, statistic, last))
+        if looks[-1].outcome in ("PASS", "FAIL"):
+            break
+    return Sequential(metric=metric, looks=looks)
+
+
+def pairs_needed(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan) -> int | None:
+    """Pairs at which the observed mean and spread would clear the limit (None: no number).
+
+    Held at the plan's per-look level: what a plan with one more look at that count would
+    need, if the next pairs looked like these.
+    """
+    bound = limit.lo if limit.lo is not None else limit.hi
+    if len(d) < 2 or bound is None:
+        return None
+    gap = abs(statistics.fmean(d) - to_log(metric, bound))
+    sd = statistics.stdev(d)
+    if gap == 0:
+        return None
+    q = 1 - plan.alpha_per_look
+    return next((n for n in range(max(len(d), 2), MAX_PAIRS + 1)
+                 if t_quantile(q, n - 1) * sd / math.sqrt(n) < gap), None)
+
+
+def pass_probability(plan: LookPlan, metric: Metric, limit: Limit, true_percent: float,
+                     sd: float, statistic: DecisionStatistic = "point", sims: int = 2000,
+                     seed: int = 0) -> float:
+    """P(PASS) of this plan if the true figure were ``true_percent`` with pair spread ``sd``.
+
+    Normal log ratios (Monte Carlo, seeded): the report's stated risk for its observed noise.
+    bench/decision_risk.py measures the same from recorded repetitions instead.
+    """
+    rng, mu = random.Random(seed), to_log(metric, true_percent)
+    passed = 0
+    for _ in range(sims):
+        d = [rng.gauss(mu, sd) for _ in range(plan.budget)]
+        final = sequential(d, metric, limit, plan, statistic).final
+        passed += final is not None and final.outcome == "PASS"
+    return passed / sims

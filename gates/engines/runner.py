@@ -1,0 +1,111 @@
+"""One arm ready for repetitions: kept engines started once, logs kept, the machine read.
+
+G2 runs one arm level by level; G3 runs two (baseline and candidate) in ABBA pairs. Both go
+through ArmRunner, so an arm is validated, started, measured and stopped the same way whether
+it runs alone or interleaved with another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core import RequestRecord, Site, validate_arms
+from ..inference import ArmProcess, MachineReadings, Repetition
+from ..model import kv_geometry
+from ..storage import TargetError, check_directory, foreign_filesystem
+from .choice import EngineRun, engine_problems
+from .protocol import run_arm_once, start_arm
+
+
+def engine_site(site: Site, run: EngineRun) -> Site:
+    """The site as G2/G3 run it: the chosen engine's arms and workload."""
+    return site.model_copy(update={"arms": run.arms,
+                                   "workload": site.engine_workload(run.workload)})
+
+
+def kv_bytes_per_token(site: Site, run: EngineRun) -> int:
+    """KV bytes a token occupies on the tier: the engine's, the site's, or the model's."""
+    return run.kv_bytes_per_token or site.workload.kv_bytes_per_token or kv_geometry(
+        site.sizing.model, site.sizing.dtype, site.sizing.tp).stored_bytes_per_token
+
+
+def arm_problem(site: Site, name: str, run: EngineRun, site_file: str) -> str:
+    """Why an arm cannot run as G2/G3 would run it ("" if it can); names the site file."""
+    problems = validate_arms(site.arms, (name,)) + engine_problems(site, run)
+    if problems:
+        return "; ".join(problems) + f" (site file {site_file})"
+    try:
+        check_directory(site.target, 0, set())
+    except TargetError as exc:
+        return str(exc)
+    kv_dir = site.arms[name].kv_dir
+    elsewhere = foreign_filesystem(kv_dir, site.target.directory) \
+        if name == "candidate" and kv_dir is not None else ""
+    if elsewhere:
+        return f"arms.candidate.kv_dir: {elsewhere} (site file {site_file})"
+    try:
+        kv_bytes_per_token(site, run)
+    except (ValueError, OSError) as exc:
+        return f"cannot size the workload's KV ([sizing] model): {exc}"
+    return ""
+
+
+@dataclass
+class ArmRunner:
+    """An arm of a site for one gate: ``with`` it, then ``rep(c, r)`` per repetition.
+
+    A launched arm with ``fresh_each_repetition = false`` starts once on entering and stops on
+    leaving; every other arm starts and stops inside each repetition. ProtocolError from any
+    step names the arm, the phase and the log tail.
+    """
+
+    name: str
+    site: Site
+    gate: str
+    run_id: str
+    evidence_dir: Path
+    add_evidence: Callable[[Path], object]
+    kv_bytes_per_token: int
+    machine: MachineReadings
+    on_record: Callable[[RequestRecord], None] | None = None
+    output_tokens: int | None = None
+    tag: str = ""
+    kept: ArmProcess | None = field(default=None, init=False)
+
+    @property
+    def _kept_log(self) -> Path:
+        return self.evidence_dir / f"{self.gate}-arm-{self.name}{self.tag}.log"
+
+    def __enter__(self) -> ArmRunner:
+        arm = self.site.arms[self.name]
+        if arm.kind == "launch" and not arm.fresh_each_repetition:
+            self.kept = start_arm(self.name, arm, self._kept_log, self.run_id,
+                                  self.site.target.directory)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.kept is not None:
+            self.kept.stop()
+            self.kept = None
+        if self._kept_log.exists():  # once, after the stop: the log grew until then
+            self.add_evidence(self._kept_log)
+
+    def rep(self, c: int, r: int) -> Repetition:
+        """One cold-recovery repetition at concurrency c, bracketed by the CPU reference."""
+        site, log = self.site, self.evidence_dir / (
+            f"{self.gate}-arm-{self.name}{self.tag}-c{c}-r{r + 1}.log")
+        topology = site.topology
+        try:
+            rep = run_arm_once(
+                self.name, site.arms[self.name], site.workload, c, r, log=log,
+                kv_root=site.target.directory, run_id=self.run_id, on_record=self.on_record,
+                output_tokens=self.output_tokens, devices=topology.devices,
+                kv_bytes_per_token=self.kv_bytes_per_token, interfaces=topology.interfaces,
+                rdma_devices=[topology.rdma_device] if topology.rdma_device else [],
+                process=self.kept)
+        finally:
+            if log.exists():
+                self.add_evidence(log)
+        return rep.model_copy(update={"machine": self.machine.bracket()})

@@ -1,0 +1,246 @@
+"""G3's paired comparison: the pairs of one level turned into decisions, looks and risks. Pure.
+
+gates.core.paired holds the statistics; this module knows repetitions, limits and the words a
+report needs: which figures form a pair, when a level may stop, the table of looks, the risk
+stated for the observed spread, and the deviation when G3's own baseline moved from G2's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from ..core import (
+    G3,
+    Decision,
+    G2Limits,
+    G3Limits,
+    Limit,
+    LookPlan,
+    Measurement,
+    Outcome,
+    Sequential,
+    Table,
+    above_claimed_band,
+    log_ratios,
+    median,
+    pairs_needed,
+    pass_probability,
+    sequential,
+)
+from .machine import speed_variation
+from .repetitions import Repetition
+
+Pair = tuple[Repetition, Repetition]  # (baseline, candidate), run back to back
+
+WHY_PAIRS = ("Requests queued behind each other in one repetition are not independent draws "
+             "(their spread is their queue position), so each repetition is summarised by its "
+             "TTFT p50 and throughput and the interval comes from pairs of whole repetitions, "
+             "baseline and candidate run back to back, where independence holds.")
+POWER_POINTS = 10.0  # the issue's power target: P(PASS) at the limit + 10 points
+METRICS = (("g3.ttft_p50_reduction", "reduction", "TTFT p50 reduction"),
+           ("g3.throughput_gain", "gain", "output-throughput gain"))
+
+
+def look_plan(limits: G3Limits, decision: Decision) -> LookPlan:
+    """The schedule of looks and the risk it spends: (1 - confidence) / 2 per side."""
+    return LookPlan(looks=tuple(limits.pair_looks), alpha=(1 - decision.confidence) / 2)
+
+
+def limits_of(c: int, limits: G3Limits) -> dict[str, Limit]:
+    """The two limits a level's comparison is held against, by measurement id."""
+    return {
+        "g3.ttft_p50_reduction": Limit.at_least(
+            limits.ttft_p50_reduction_min, "%", key="g3.ttft_p50_reduction_min",
+            relative_to=f"the baseline's TTFT p50 @ concurrency {c}, paired"),
+        "g3.throughput_gain": Limit.at_least(
+            limits.throughput_gain_min, "%", key="g3.throughput_gain_min",
+            relative_to=f"the baseline's output throughput @ concurrency {c}, paired")}
+
+
+def figures(pairs: Sequence[Pair], id: str) -> tuple[list[float], list[float]]:
+    """(baseline, candidate) figures of every pair for one measurement."""
+    pick = (lambda r: r.ttft_p50) if id == "g3.ttft_p50_reduction" \
+        else (lambda r: r.output_throughput)
+    return [pick(b) or 0.0 for b, _ in pairs], [pick(c) or 0.0 for _, c in pairs]
+
+
+def level_looks(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decision,
+                spent: bool = False) -> dict[str, Sequential]:
+    """Every look the plan has made at this level's pairs, per measurement id.
+
+    ValueError when a pair has no figure (a repetition without a successful probe).
+    """
+    rule, by_id = look_plan(limits, decision), limits_of(c, limits)
+    return {id: sequential(log_ratios(*figures(pairs, id)), metric, by_id[id], rule,
+                           decision.statistic, spent=spent)
+            for id, metric, _ in METRICS}
+
+
+def level_done(looks: dict[str, Sequential]) -> bool:
+    """Whether a level may stop: a FAIL anywhere, or every measurement decided or final."""
+    finals = [s.final for s in looks.values()]
+    if any(f is not None and f.outcome == "FAIL" for f in finals):
+        return True
+    return all(f is not None and f.outcome in ("PASS", "MARGINAL") for f in finals)
+
+
+def _risk(rule: LookPlan, metric: str, limit: Limit, d: list[float],
+          statistic: str) -> str:
+    sd = statistics.stdev(d) if len(d) > 1 else 0.0
+    if sd == 0:
+        return "decision risk: the pairs show no spread to state it for"
+    at_limit = pass_probability(rule, metric, limit, limit.lo, sd, statistic)
+    above = pass_probability(rule, metric, limit, limit.lo + POWER_POINTS, sd, statistic)
+    return (f"decision risk for this plan at the observed spread (sd of ln ratio {sd:.3f}, "
+            f"normal): P(PASS) {100 * at_limit:.1f} % if the true figure were the limit "
+            f"{limit.lo:g} %, {100 * above:.1f} % at {limit.lo + POWER_POINTS:g} %")
+
+
+def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic: str,
+          why_stopped: str) -> str:
+    final = s.final
+    said = [f"mean of ln(candidate / baseline) over {final.pairs} ABBA pairs, "
+            f"{100 * final.level:.4g} % t interval (look {len(s.looks)} of "
+            f"{len(rule.looks)} at {list(rule.looks)} pairs, each at "
+            f"{100 * rule.alpha_per_look:.3g} % per side)",
+            _risk(rule, s.metric, limit, d, statistic)]
+    if final.outcome in ("MARGINAL", "continue"):
+        more = pairs_needed(d, s.metric, limit, rule)
+        said.append(f"not decided{why_stopped}: " + (
+            f"about {more - final.pairs} more pairs at this spread would decide it"
+            if more is not None else "the point sits on the limit; no number of pairs at "
+            "this spread would decide it"))
+    return "; ".join(said)
+
+
+_OUTCOME = {"PASS": Outcome.PASS, "FAIL": Outcome.FAIL, "MARGINAL": Outcome.MARGINAL,
+            "continue": Outcome.MARGINAL}
+
+
+def _why_stopped(looks: dict[str, Sequential], rule: LookPlan, limits: G3Limits,
+                 time_spent: bool) -> str:
+    failed = [title for id, _, title in METRICS
+              if (f := looks[id].final) is not None and f.outcome == "FAIL"]
+    if failed:
+        return f" (the level stopped when the {failed[0]} failed)"
+    if time_spent:
+        return (f" (g3.comparison_budget {limits.comparison_budget:g} s was spent before the "
+                f"plan's last look at {rule.budget} pairs)")
+    return f" at the plan's last look ({rule.budget} pairs)"
+
+
+def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decision,
+               time_spent: bool = False) -> list[Measurement]:
+    """The level's TTFT p50 reduction and throughput gain, decided by the plan's looks.
+
+    Called once the level's pairs are over: a measurement no look decided is MARGINAL, with
+    why the pairs stopped and how many more the observed spread would need.
+    """
+    by_id, rule = limits_of(c, limits), look_plan(limits, decision)
+    try:
+        looks = level_looks(c, pairs, limits, decision, spent=True)
+    except ValueError as exc:
+        return [G3[id].error(f"{len(pairs)} pairs: {exc}", by_id[id], at=c)
+                for id, _, _ in METRICS]
+    why = _why_stopped(looks, rule, limits, time_spent)
+    out = []
+    for id, _, _ in METRICS:
+        s = looks[id]
+        if s.final is None:
+            out.append(G3[id].error(f"only {len(pairs)} pairs ran{why}: the plan's first look "
+                                    f"is at {rule.looks[0]}", by_id[id], at=c))
+            continue
+        d, final = log_ratios(*figures(pairs[:s.final.pairs], id)), s.final
+        note = _note(s, rule, d, by_id[id], decision.statistic, why)
+        if id == "g3.throughput_gain" and above_claimed_band(
+                final.point, limits.throughput_gain_claimed_max):
+            note += (f"; above the claimed band (+{limits.throughput_gain_min:g}…"
+                     f"+{limits.throughput_gain_claimed_max:g} %): check that the baseline "
+                     "was configured fairly")
+        out.append(G3[id].stamp(Measurement(
+            name="", value=final.point, unit="%", limit=by_id[id],
+            outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi), note=note), c))
+    return out
+
+
+def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential], rule: LookPlan) -> Table:
+    """Every look of one level: pairs, each figure with its interval, what it decided."""
+    rows = []
+    made = [looks[id].looks for id, _, _ in METRICS]
+    for i in range(max(map(len, made))):
+        n = next(x[i].pairs for x in made if i < len(x))
+        speed = speed_variation([x for p in pairs[:n] for r in p for x in r.machine])
+        rows.append([str(i + 1), str(n)] + [
+            f"{x[i].point:.1f} % [{x[i].lo:.1f}, {x[i].hi:.1f}] → {x[i].outcome}"
+            if i < len(x) else "decided" for x in made]
+            + ["—" if speed is None else f"{speed:.0f} %"])
+    level = f"{100 * rule.level:.4g} % interval"
+    return Table(columns=["look", "pairs"] + [f"{title} ({level})" for _, _, title in METRICS]
+                 + ["machine speed moved (CPU reference)"], rows=rows)
+
+
+def design_text(limits: G3Limits, decision: Decision) -> str:
+    """The comparison's design and its false-accept bound, in words for the report."""
+    rule = look_plan(limits, decision)
+    return (f"{WHY_PAIRS} Looks after {list(rule.looks)} pairs per concurrency level, each at a "
+            f"{100 * rule.level:.4g} % interval ({100 * rule.alpha_per_look:.3g} % per side), "
+            f"so the plan passes a candidate exactly at a limit with probability at most "
+            f"{100 * rule.alpha:.3g} %; pairs stop when a level is decided or after "
+            f"{limits.comparison_budget / 60:g} min (g3.comparison_budget).")
+
+
+def level_tables(c: int, pairs: Sequence[Pair], limits: G3Limits,
+                 decision: Decision) -> dict[str, Table]:
+    """A level's pairs as they ran and the looks made at them, titled for the report."""
+    if not pairs:
+        return {}
+    tables = {f"Pairs @ concurrency {c} (ABBA)": pairs_table(pairs)}
+    try:
+        looks = level_looks(c, pairs, limits, decision, spent=True)
+    except ValueError:  # the comparison's own ERROR says which pair has no figure
+        return tables
+    return tables | {f"Sequential looks @ concurrency {c}":
+                     looks_table(pairs, looks, look_plan(limits, decision))}
+
+
+def pairs_table(pairs: Sequence[Pair]) -> Table:
+    """Each pair as it ran: order, both arms' TTFT p50 and throughput, the ratio."""
+    rows = []
+    for i, (b, c) in enumerate(pairs):
+        order = "baseline, candidate" if i % 2 == 0 else "candidate, baseline"
+        rows.append([str(i + 1), order, _s(b.ttft_p50), _s(c.ttft_p50),
+                     _tok(b.output_throughput), _tok(c.output_throughput)])
+    return Table(columns=["pair", "order", "baseline TTFT p50", "candidate TTFT p50",
+                          "baseline throughput", "candidate throughput"], rows=rows)
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} s"
+
+
+def _tok(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} tok/s"
+
+
+def baseline_shift(c: int, g2: Sequence[Repetition], g3: Sequence[Repetition],
+                   limits: G3Limits, g2_limits: G2Limits) -> list[str]:
+    """Deviations when G3's own baseline moved from G2's record by more than the limit."""
+    out = []
+    for what, pick, unit in (("TTFT p50", lambda r: r.ttft_p50, "s"),
+                             ("output throughput", lambda r: r.output_throughput, "tok/s")):
+        a, b = [x for x in map(pick, g2) if x], [x for x in map(pick, g3) if x]
+        if not a or not b:
+            continue
+        shift = 100 * (median(b) / median(a) - 1)
+        if abs(shift) > limits.baseline_shift_max:
+            speed = speed_variation([x for r in (*g2, *g3) for x in r.machine])
+            machine = "" if speed is None else (
+                f"; the machine's CPU speed varied by {speed:.0f} % over G2's and G3's "
+                f"repetitions (g2.cpu_speed_variation_max {g2_limits.cpu_speed_variation_max:g}"
+                " %)")
+            out.append(f"G3's baseline moved from G2's at concurrency {c}: {what} "
+                       f"{median(b):.4g} {unit} in G3 against {median(a):.4g} {unit} in G2 "
+                       f"({shift:+.1f} %, g3.baseline_shift_max {limits.baseline_shift_max:g} "
+                       f"%){machine}")
+    return out

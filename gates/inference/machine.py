@@ -1,0 +1,93 @@
+"""The machine as a control: a fixed CPU workload timed around every repetition.
+
+A one-thread engine on a shared VM runs a whole repetition several per cent faster or slower
+when the host's CPU speed moves (seen here: ~10 % with nothing else running). A G2 stability
+failure or a moved G3 baseline is then the machine's doing, not the storage's; timing the same
+fixed workload before and after each repetition says by how much the machine itself moved.
+The timing is the seam (`cpu_reference`); the arithmetic is pure (`speed_variation`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
+
+# One round: SHA-256 of 1 MiB (C, memory-bound) and a short integer loop (the interpreter,
+# branch-bound), 4-8 ms on this project's 2-core VM, whose speed flips between two levels
+# 1.6x apart every few hundred ms even when idle; the mean of ROUNDS rounds per CPU is the
+# machine's average speed over about a tenth of a second, not one lucky instant.
+_BLOCK = bytes(range(256)) * 4096
+ROUNDS = 20
+
+
+def _one_round() -> float:
+    t = time.perf_counter()
+    hashlib.sha256(_BLOCK).digest()
+    acc = 0
+    for i in range(60_000):
+        acc ^= i * i
+    return time.perf_counter() - t
+
+
+class CpuReference(BaseModel):
+    """The fixed workload's time on each CPU kvgate may run on, at one moment."""
+
+    seconds: dict[int, float]  # cpu -> mean seconds of ROUNDS rounds
+
+    @property
+    def mean(self) -> float:
+        """Seconds, averaged over the CPUs (what the speed variation is computed on)."""
+        return statistics.fmean(self.seconds.values())
+
+
+def cpu_reference(cpus: Sequence[int] | None = None) -> CpuReference:
+    """The real seam: time the fixed workload pinned to each CPU in turn (this thread only)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    chosen = [c for c in (cpus if cpus is not None else allowed) if c in allowed] or [-1]
+    out: dict[int, float] = {}
+    try:
+        for cpu in chosen:
+            if cpu >= 0:
+                os.sched_setaffinity(0, {cpu})
+            out[cpu] = statistics.fmean(_one_round() for _ in range(ROUNDS))
+    finally:
+        if allowed:
+            os.sched_setaffinity(0, allowed)
+    return CpuReference(seconds=out)
+
+
+def speed_variation(references: Sequence[CpuReference]) -> float | None:
+    """How far the machine's speed moved over these readings: (slowest - fastest) / fastest, %.
+
+    None with fewer than two readings. A reading that takes 10 % longer is a machine 10 %
+    slower, whatever the workload's absolute time is on this host.
+    """
+    times = [r.mean for r in references if r.seconds]
+    if len(times) < 2 or min(times) <= 0:
+        return None
+    return 100 * (max(times) - min(times)) / min(times)
+
+
+class MachineReadings:
+    """The CPU reference around each repetition, read once between two repetitions.
+
+    Repetitions run back to back, so one reading after a repetition is also the next one's
+    reading before: half the readings for the same bracket. ``read`` is the seam.
+    """
+
+    def __init__(self, read: Callable[[], CpuReference] = cpu_reference):
+        self.read, self.last = read, None
+
+    def bracket(self) -> list[CpuReference]:
+        """[before, after] for the repetition that just ran (before: the previous reading)."""
+        before, self.last = self.last, self.read()
+        return [self.last] if before is None else [before, self.last]
+
+    def start(self) -> None:
+        """Read before the first repetition (or after a pause: an old reading is stale)."""
+        self.last = self.read()

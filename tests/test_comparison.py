@@ -1,0 +1,105 @@
+"""gates.inference.comparison: G3's pairs turned into decisions, stated risks and tables."""
+
+import math
+
+import pytest
+
+from gates.core import Decision, G2Limits, G3Limits, Outcome
+from gates.inference import (
+    Repetition,
+    baseline_shift,
+    comparison,
+    design_text,
+    level_done,
+    level_looks,
+    level_tables,
+)
+
+LIMITS, DECISION = G3Limits(), Decision()
+
+
+def rep(arm, i, p50, tput, c=8):
+    return Repetition(arm=arm, concurrency=c, repetition=i, ttfts=[p50], sent=1, errors=0,
+                      output_throughput=tput)
+
+
+def pairs(ratios_ttft, ratios_tput, c=8):
+    """Pairs whose candidate/baseline ratios are given: baseline 2 s, 100 tok/s."""
+    return [(rep("baseline", i, 2.0, 100.0, c), rep("candidate", i, 2.0 * a, 100.0 * b, c))
+            for i, (a, b) in enumerate(zip(ratios_ttft, ratios_tput, strict=True))]
+
+
+def by_id(ms):
+    return {m.id: m for m in ms}
+
+
+CLEAR = pairs([0.5, 0.52, 0.49, 0.51, 0.5], [1.6, 1.62, 1.58, 1.61, 1.6])
+
+
+def test_a_clear_level_is_decided_at_the_first_look_with_its_risk_stated():
+    looks = level_looks(8, CLEAR[:3], LIMITS, DECISION)
+    assert level_done(looks)
+    ms = by_id(comparison(8, CLEAR[:3], LIMITS, DECISION))
+    ttft = ms["g3.ttft_p50_reduction"]
+    assert ttft.outcome is Outcome.PASS and ttft.value == pytest.approx(
+        100 * (1 - math.exp(sum(map(math.log, [0.5, 0.52, 0.49])) / 3)))
+    assert ttft.interval[0] > 25
+    assert "look 1 of 4 at [3, 5, 8, 12] pairs" in ttft.note
+    assert "P(PASS)" in ttft.note and "if the true figure were the limit 25 %" in ttft.note
+
+
+def test_a_fail_on_one_figure_stops_the_level_and_the_other_says_why():
+    level = pairs([1.0, 1.01, 0.99], [1.6, 1.2, 2.1])  # no TTFT gain; throughput noisy
+    assert level_done(level_looks(8, level, LIMITS, DECISION))
+    ms = by_id(comparison(8, level, LIMITS, DECISION))
+    assert ms["g3.ttft_p50_reduction"].outcome is Outcome.FAIL
+    gain = ms["g3.throughput_gain"]
+    assert gain.outcome is Outcome.MARGINAL
+    assert "not decided (the level stopped when the TTFT p50 reduction failed)" in gain.note
+
+
+def test_an_undecided_level_goes_on_until_the_budget_then_says_how_many_more_pairs():
+    # A reduction of ~27 % with a spread the 12-pair plan cannot resolve against 25 %.
+    noisy = [0.80, 0.66, 0.78, 0.68, 0.77, 0.67, 0.79, 0.66, 0.76, 0.70, 0.75, 0.68]
+    level = pairs(noisy, [1.6] * 12)
+    for n in (3, 5, 8):
+        assert not level_done(level_looks(8, level[:n], LIMITS, DECISION)), n
+    ttft = by_id(comparison(8, level, LIMITS, DECISION))["g3.ttft_p50_reduction"]
+    assert ttft.outcome is Outcome.MARGINAL and 25 < ttft.value < 30
+    assert "not decided at the plan's last look (12 pairs): about" in ttft.note
+    assert "more pairs at this spread would decide it" in ttft.note
+
+
+def test_a_spent_time_budget_is_marginal_at_the_last_look_made():
+    noisy = [0.72, 0.62, 0.71, 0.63, 0.70]
+    ms = by_id(comparison(8, pairs(noisy, [1.6] * 5), LIMITS, DECISION, time_spent=True))
+    ttft = ms["g3.ttft_p50_reduction"]
+    assert ttft.outcome is Outcome.MARGINAL and "g3.comparison_budget" in ttft.note
+
+
+def test_a_claimed_band_overshoot_is_flagged():
+    gain = by_id(comparison(8, pairs([0.5] * 3, [2.0, 2.02, 1.98]), LIMITS, DECISION))[
+        "g3.throughput_gain"]
+    assert gain.outcome is Outcome.PASS and "above the claimed band" in gain.note
+
+
+def test_the_tables_show_every_pair_and_look():
+    tables = level_tables(8, CLEAR, LIMITS, DECISION)
+    assert tables["Pairs @ concurrency 8 (ABBA)"].rows[1][1] == "candidate, baseline"
+    looks = tables["Sequential looks @ concurrency 8"]
+    assert looks.rows[0][:2] == ["1", "3"] and "→ PASS" in looks.rows[0][2]
+    assert "98.75 % interval" in looks.columns[2]
+
+
+def test_the_design_states_its_false_accept_bound():
+    text = design_text(LIMITS, DECISION)
+    assert "not independent draws" in text and "at most 2.5 %" in text
+
+
+def test_a_moved_baseline_is_a_deviation_naming_both_figures():
+    g2 = [rep("baseline", i, 2.0, 100.0) for i in range(3)]
+    g3 = [rep("baseline", i, 2.5, 100.0) for i in range(3)]
+    [text] = baseline_shift(8, g2, g3, LIMITS, G2Limits())
+    assert text.startswith("G3's baseline moved from G2's at concurrency 8: TTFT p50 2.5 s in "
+                           "G3 against 2 s in G2 (+25.0 %, g3.baseline_shift_max 10 %)")
+    assert baseline_shift(8, g2, g2, LIMITS, G2Limits()) == []
