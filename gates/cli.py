@@ -39,6 +39,7 @@ from .core import (
     GateRecord,
     Outcome,
     shipped,
+    workload_warnings,
 )
 from .options import RunConfig, RunOptions, add_run_options
 from .plugin import PresetRun
@@ -118,6 +119,8 @@ def config_check(args: argparse.Namespace, console: Console) -> int:
     console.print(f"[green]OK[/] {th_file.path} revision {thresholds.meta.revision} "
                   f"(SHA-256 {th_file.sha256[:16]}…)"
                   + (f", limits profile '{thresholds.profile}'" if thresholds.profile else ""))
+    for text in workload_warnings(site, thresholds):
+        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False, soft_wrap=True)
     console.print_json(json.dumps({"site": site.model_dump(mode="json"),
                                    "thresholds": thresholds.model_dump(mode="json")}))
     return 0

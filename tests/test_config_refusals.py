@@ -148,8 +148,8 @@ def test_concurrency_above_the_probe_requests_is_refused(tmp_path, repo, capsys)
     code, err, site, th = config_check(tmp_path, repo, capsys, thresholds=(
         "concurrency = [8, 16]", "concurrency = [8, 100000000000]"))
     refused(code, err, th, "key 'g2.concurrency[1]'", "100000000000 requests in flight",
-            f"{site} gives only 16 probe requests", "([workload] contexts = 16)",
-            "write levels of at most 16 (e.g. concurrency = [8, 16])")
+            f"{site} gives only 17 probe requests", "([workload] contexts = 17)",
+            "write levels of at most 17 (e.g. concurrency = [8, 17])")
 
 
 def test_the_engines_own_workload_bounds_concurrency_too(tmp_path, repo, capsys):

@@ -21,6 +21,7 @@ from .config import (
     load_thresholds,
     read_document,
     validate,
+    workload_warnings,
 )
 from .declared import (
     DECLARED,
@@ -136,6 +137,7 @@ from .verdict import (
     failures_first,
     gate_verdict,
 )
+from .waves import at_boundary, inside_every_wave, wave_warnings
 
 __all__ = [
     "ADAPTER_NAMES",
@@ -202,6 +204,7 @@ __all__ = [
     "VllmChoice",
     "WorkloadSettings",
     "above_claimed_band",
+    "at_boundary",
     "bandwidth_unit",
     "bootstrap_ci",
     "cv_percent",
@@ -211,6 +214,7 @@ __all__ = [
     "format_size",
     "gate_verdict",
     "in_checkout",
+    "inside_every_wave",
     "interpolate",
     "json_digest",
     "least_squares_slope",
@@ -243,4 +247,6 @@ __all__ = [
     "upstream_gate",
     "validate",
     "validate_arms",
+    "wave_warnings",
+    "workload_warnings",
 ]

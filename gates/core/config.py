@@ -16,6 +16,7 @@ from pydantic.fields import FieldInfo
 from .settings import Site
 from .thresholds import Thresholds
 from .units import WRITTEN
+from .waves import wave_warnings
 
 
 class ConfigError(Exception):
@@ -263,3 +264,13 @@ def _concurrency_problems(site: Site, thresholds: Thresholds, site_path: Path | 
             f"only {fewest} probe requests per repetition ({where} = {fewest}): write levels "
             f"of at most {fewest} (e.g. concurrency = [{example}]), or raise contexts"
             for i, level in enumerate(thresholds.g2.concurrency) if level > fewest]
+
+
+def workload_warnings(site: Site, thresholds: Thresholds) -> list[str]:
+    """Workloads whose TTFT p50 falls between two waves at a G2 level (gates.core.waves)."""
+    runs = {"[workload] contexts": site.workload.contexts}
+    if site.engine.prefer:
+        runs[f'[engine] prefer = "{site.engine.prefer}": its workload\'s contexts'] = \
+            site.engine_workload().contexts
+    return [w for where, n in runs.items()
+            for w in wave_warnings(n, thresholds.g2.concurrency, where)]
