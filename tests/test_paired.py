@@ -217,3 +217,38 @@ def test_the_rule_never_passes_an_interval_that_touches_the_limit(d):
         if x.outcome == "FAIL":
             assert x.hi < 25.0
     assert sum(x.outcome in ("PASS", "FAIL") for x in s.looks) <= 1
+
+
+# ---- properties of the figures -------------------------------------------------------------
+
+positive = st.floats(1e-3, 1e3, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(positive, min_size=3, max_size=12))
+def test_identical_arms_reduce_and_gain_by_nothing(base):
+    d = log_ratios(base, base)
+    for metric, limit in (("reduction", REDUCTION), ("gain", GAIN)):
+        s = sequential(d, metric, limit, PLAN, spent=True)
+        assert s.final.point == pytest.approx(0.0, abs=1e-9)
+        assert s.final.outcome == "FAIL"  # an interval of zero width on 0 %
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(positive, min_size=3, max_size=12))
+def test_halved_ttfts_are_a_50_percent_reduction_and_doubled_tok_s_a_100_percent_gain(base):
+    half = sequential(log_ratios(base, [b / 2 for b in base]), "reduction", REDUCTION, PLAN)
+    assert half.final.point == pytest.approx(50.0) and half.final.outcome == "PASS"
+    double = sequential(log_ratios(base, [b * 2 for b in base]), "gain", GAIN, PLAN)
+    assert double.final.point == pytest.approx(100.0) and double.final.outcome == "PASS"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(positive, positive), min_size=2, max_size=30),
+       st.floats(0.001, 0.4))
+def test_never_raises_on_valid_input_and_a_reduction_never_exceeds_100(pairs, alpha):
+    plan = LookPlan(looks=(2, 5, 9), alpha=alpha)
+    d = log_ratios([b for b, _ in pairs], [c for _, c in pairs])
+    s = sequential(d, "reduction", REDUCTION, plan, spent=True)
+    for x in s.looks:  # an end may be unbounded (one degree of freedom, a tiny alpha)
+        assert math.isfinite(x.point) and x.lo <= x.point <= x.hi <= 100  # float: 1 - e^-745

@@ -95,7 +95,10 @@ def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[fl
 
 def to_percent(metric: Metric, d: float) -> float:
     """A mean log ratio as the % figure the limit is written in."""
-    return 100 * (1 - math.exp(d)) if metric == "reduction" else 100 * (math.exp(d) - 1)
+    # An interval end at a huge t quantile (one pair of freedom, a tiny alpha) may pass any
+    # float's ratio: it is then an unbounded end, not an overflow.
+    ratio = math.exp(d) if d < 709 else math.inf
+    return 100 * (1 - ratio) if metric == "reduction" else 100 * (ratio - 1)
 
 
 def to_log(metric: Metric, percent: float) -> float:

@@ -1,0 +1,159 @@
+"""The G3 rule's operating characteristic, measured from recorded repetitions.
+
+For every recording in bench/data/pairs-*.json (bench/record_pairs.py: ABBA pairs of whole
+cold-recovery repetitions of the simulator or of llama.cpp on this machine), every level and
+both figures (TTFT p50 reduction, output-throughput gain), the pairs' log ratios d_i are split
+into their mean and their residuals r_i = d_i - mean (scaled by sqrt(n / (n - 1)), so the
+resampled spread is not the sample's, smaller one). A synthetic site with a chosen true effect
+is then mu + r*, where r* is a circular block bootstrap of the residuals in recorded order
+(blocks of 3 pairs: a slow stretch of the machine stays together, as it did), and the gate's
+own rule (gates.core.sequential, thresholds.toml's plan) decides it. Printed per recording,
+level and figure:
+
+* P(PASS), P(FAIL) and the mean pairs used against the true effect (the limit - 10 points to
+  + 20, and 0 %: a candidate exactly as fast as its baseline);
+* the measured coverage of the nominal 95 % t interval, and of each look's own interval, at
+  every pair count the rule can stop at.
+
+Targets (issue #24): P(PASS | effect = limit) <= 5 %, P(PASS | limit + 10 points) >= 95 %,
+coverage of the nominal 95 % interval >= 93 % at every stopping pair count.
+
+    python bench/decision_risk.py                 # every recording, 2000 synthetic sites each
+    python bench/decision_risk.py --sims 500 --plain
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+from _common import HERE, machine, print_table
+
+from gates.core import (
+    Limit,
+    load_thresholds,
+    log_ratios,
+    sequential,
+    t_interval,
+    to_log,
+)
+from gates.inference import look_plan
+
+ROOT = HERE.parent
+FIGURES = (("TTFT p50 reduction", "reduction", "ttft_p50", "ttft_p50_reduction_min"),
+           ("throughput gain", "gain", "throughput", "throughput_gain_min"))
+OFFSETS = (-10.0, -5.0, 0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0)
+BLOCK = 3
+
+
+def residuals(pairs: list[dict], field: str) -> list[float]:
+    """The recorded pairs' log ratios minus their mean, scaled to the population spread."""
+    d = log_ratios([p["reps"]["baseline"][field] for p in pairs],
+                   [p["reps"]["candidate"][field] for p in pairs])
+    mean, scale = statistics.fmean(d), math.sqrt(len(d) / (len(d) - 1))
+    return [scale * (x - mean) for x in d]
+
+
+def resample(r: list[float], n: int, rng: random.Random) -> list[float]:
+    """n residuals by a circular block bootstrap (blocks of BLOCK consecutive pairs)."""
+    out: list[float] = []
+    while len(out) < n:
+        start = rng.randrange(len(r))
+        out += [r[(start + k) % len(r)] for k in range(BLOCK)]
+    return out[:n]
+
+
+def characteristic(r, metric, limit, rule, statistic, effect, sims, rng):
+    """(P(PASS), P(FAIL), mean pairs used) of the rule at this true effect."""
+    mu, passed, failed, used = to_log(metric, effect), 0, 0, 0
+    for _ in range(sims):
+        final = sequential([mu + e for e in resample(r, rule.budget, rng)], metric, limit,
+                           rule, statistic).final
+        passed += final.outcome == "PASS"
+        failed += final.outcome == "FAIL"
+        used += final.pairs
+    return passed / sims, failed / sims, used / sims
+
+
+def coverage(r, metric, looks, level, sims, rng):
+    """Share of intervals at ``level`` holding the true mean, at each pair count in looks."""
+    mu, out = to_log(metric, 30.0), []
+    for n in looks:
+        hit = 0
+        for _ in range(sims):
+            _, lo, hi = t_interval([mu + e for e in resample(r, n, rng)], level)
+            hit += lo <= mu <= hi
+        out.append(hit / sims)
+    return out
+
+
+def report(path: Path, args, thresholds) -> list[str]:
+    """Print the tables of one recording; the targets it misses."""
+    data = json.loads(path.read_text())
+    rule, statistic = look_plan(thresholds.g3, thresholds.decision), \
+        thresholds.decision.statistic
+    missed, rng = [], random.Random(args.seed)
+    print(f"\n{path.name}: {data['engine']}; recorded {data['machine']}; "
+          f"{len(data['pairs'])} pairs; plan: looks at {list(rule.looks)} pairs, "
+          f"each at {100 * rule.level:.4g} %")
+    for c in data["levels"]:
+        pairs = [p for p in data["pairs"] if p["concurrency"] == c]
+        if len(pairs) < 3:
+            continue
+        for title, metric, field, key in FIGURES:
+            bound = getattr(thresholds.g3, key)
+            limit, r = Limit.at_least(bound, "%"), residuals(pairs, field)
+            sd = statistics.stdev(r)
+            rows = []
+            for effect in [0.0] + [bound + o for o in OFFSETS]:
+                p, f, n = characteristic(r, metric, limit, rule, statistic, effect,
+                                         args.sims, rng)
+                rows.append([f"{effect:g} %", f"{100 * p:.1f} %", f"{100 * f:.1f} %",
+                             f"{n:.1f}"])
+                if effect == bound and p > 0.05:
+                    missed.append(f"{path.name} c={c} {title}: P(PASS | limit) {p:.3f}")
+                if effect == bound + 10 and p < 0.95:
+                    missed.append(f"{path.name} c={c} {title}: P(PASS | limit + 10) {p:.3f}")
+            print_table(f"c = {c}, {title} (limit {bound:g} %; recorded sd of ln ratio "
+                        f"{sd:.3f}, {len(pairs)} pairs)",
+                        ["true effect", "P(PASS)", "P(FAIL)", "pairs used"], rows, args.plain)
+            nominal = coverage(r, metric, rule.looks, 0.95, args.sims, rng)
+            own = coverage(r, metric, rule.looks, rule.level, args.sims, rng)
+            print_table(f"c = {c}, {title}: interval coverage", ["pairs", "95 % interval",
+                        f"look's {100 * rule.level:.4g} % interval"],
+                        [[str(n), f"{100 * a:.1f} %", f"{100 * b:.1f} %"]
+                         for n, a, b in zip(rule.looks, nominal, own, strict=True)],
+                        args.plain)
+            missed += [f"{path.name} c={c} {title}: 95 % coverage {a:.3f} at {n} pairs"
+                       for n, a in zip(rule.looks, nominal, strict=True) if a < 0.93]
+    return missed
+
+
+def main() -> None:
+    """Every recording's characteristic, then whether the targets are met."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, nargs="*",
+                   help="recordings (default: bench/data/pairs-*.json)")
+    p.add_argument("--sims", type=int, default=2000, help="synthetic sites per cell")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plain", action="store_true", help="plain text tables")
+    args = p.parse_args()
+    if not 100 <= args.sims <= 100_000:
+        sys.exit("--sims must be between 100 and 100000")
+    files = args.data or sorted((HERE / "data").glob("pairs-*.json"))
+    if not files:
+        sys.exit("no recordings: run bench/record_pairs.py first")
+    thresholds, _ = load_thresholds(ROOT / "thresholds.toml")
+    print(f"decision risk: {machine()}; thresholds revision {thresholds.meta.revision}; "
+          f"{args.sims} synthetic sites per cell, seed {args.seed}")
+    missed = [m for f in files for m in report(f, args, thresholds)]
+    print("\ntargets: " + ("all met" if not missed else "MISSED: " + "; ".join(missed)))
+
+
+if __name__ == "__main__":
+    main()
