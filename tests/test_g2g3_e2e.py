@@ -266,6 +266,21 @@ def test_g3_fails_on_a_slow_candidate(world, g2):
     assert outcomes(record)["TTFT p50 reduction @ concurrency 2"]["outcome"] == "FAIL"
 
 
+def test_a_candidate_as_fast_as_its_baseline_fails_and_is_never_passed(world, g2):
+    """A/A: the candidate arm is the baseline arm (the same read limit). Paired, interleaved,
+    the drift of the machine hits both; the TTFT reduction's interval lies below 25 %."""
+    same = f', "--read-limit", "{BASELINE}"'
+    done, record = run(world, "g3", site_text(on_disk(world, "t1"), same))
+    ms = outcomes(record)
+    ttft = ms["TTFT p50 reduction @ concurrency 2"]
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert ttft["outcome"] == "FAIL" and ttft["interval"][1] < 25, ttft
+    assert record["verdict"] == "FAIL"
+    looks = record["tables"]["Sequential looks @ concurrency 2"]
+    assert looks["rows"][-1][2].endswith("→ FAIL"), looks
+    assert "not independent draws" in record["facts"]["comparison design"]
+
+
 def test_g3_is_blocked_when_its_eviction_differs_from_g2s(world, g2):
     # Case 5 of issue #15: G2 evicted (reset), G3 would not (none): not the same workload.
     done, record = run(world, "g3", site_text(on_disk(world, "t1"), eviction="none"))

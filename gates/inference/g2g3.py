@@ -61,15 +61,15 @@ def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
         return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
     speed = speed_variation([x for r in reps for x in r.machine])
     moved = "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %"
-    m = declared.measured(cv, limit, at=c, note="per repetition: "
-                          + ", ".join(f"{v:.4g}" for v in values) + moved)
+    each = "per repetition: " + ", ".join(f"{v:.4g}" for v in values)
+    m = declared.measured(cv, limit, at=c, note=each + moved)
     if m.outcome is Outcome.FAIL and speed is not None and speed > limits.cpu_speed_variation_max:
         # Not the baseline's instability but the machine's: the measurement says nothing.
         return declared.error(
             f"INCONCLUSIVE: CV {cv:.1f} % > {limits.cv_max:g} %, but the machine's CPU speed "
             f"varied by {speed:.1f} % (g2.cpu_speed_variation_max "
             f"{limits.cpu_speed_variation_max:g} %) over these repetitions{_busiest(reps)}; "
-            f"{m.note}", limit, at=c)
+            f"{each}", limit, at=c)
     if m.outcome is Outcome.FAIL:
         # A CV failure under load is a real measurement; say what else ran.
         m.note = (f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %{_busiest(reps)}; "
