@@ -1,8 +1,9 @@
 """G2 then G3 through `kvgate run` against a real engine: the world, the runs, the records.
 
 Shared by tests/test_llamacpp_e2e.py and tests/test_vllm_e2e.py: a passing G1 record, a small
-thresholds file (one concurrency level, two repetitions), the engine's site file; G3 runs only
-on a G2 that passed, and a G2 that did not says whether contention caused it.
+thresholds file (one concurrency level, two repetitions, G3's pairs looked at after 3 and 5),
+the engine's site file; G3 runs only on a G2 that passed, and a G2 that did not says whether
+contention caused it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def engine_world(root: Path, repo: Path, site_text: str) -> Path:
     text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
+    text = text.replace("pair_looks = [3, 5, 8, 12]", "pair_looks = [3, 5]")  # G3's pairs
     (root / "thresholds.toml").write_text(text)
     (root / "site.toml").write_text(site_text)
     passed_g1(root / "out")
@@ -54,11 +56,12 @@ def g2_on(world: Path, timeout: float) -> dict:
     what the test reports, with the CPU each repetition saw.
     """
     done, record = run_gate(world, "g2", timeout)
-    assert done.returncode in (0, 1), done.stdout[-3000:]
+    # A CV failure while the machine's own speed moved is an INCONCLUSIVE ERROR (exit 2).
+    assert done.returncode in (0, 1) or only_timing(record), done.stdout[-3000:]
     if record["verdict"] != "PASS" and only_timing(record):
         warnings.warn(f"G2 retried once: {g2_failure(world / 'out', record)}", stacklevel=2)
         done, record = run_gate(world, "g2", timeout)
-        assert done.returncode in (0, 1), done.stdout[-3000:]
+        assert done.returncode in (0, 1) or only_timing(record), done.stdout[-3000:]
     return record
 
 
