@@ -10,6 +10,7 @@ from .arms import (
     Arm,
     ArmError,
     Arms,
+    real_path,
     render,
     validate_arms,
 )
@@ -209,6 +210,7 @@ __all__ = [
     "parse_size",
     "percentile",
     "read_document",
+    "real_path",
     "render",
     "round_averages",
     "shipped",

@@ -14,6 +14,7 @@ from .installs import (
 )
 from .protocol import (
     ProtocolError,
+    kv_devices,
     run_arm_once,
     start_arm,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "cache_root",
     "choose_engine",
     "engine_problems",
+    "kv_devices",
     "run_arm_once",
     "run_step",
     "server_command",
