@@ -166,5 +166,5 @@ def write_reports(record: GateRecord, context: ReportContext, folder: Path,
     }
     if isinstance(key, Signer):
         files["sig"] = write_signature(files["json"], key, statement(
-            files["json"].name, body["record_sha256"], name, digest))
+            files["json"].name, body["record_sha256"], name, digest, decision_rule=rule))
     return files
