@@ -35,6 +35,7 @@ from .core import (
     EXIT_CODES,
     GATE_TITLES,
     GATES,
+    INCOMPLETE,
     ConfigError,
     GateRecord,
     Outcome,
@@ -130,11 +131,16 @@ def say_embedded(config: RunConfig, console: Console) -> None:
                       f"(relative paths in the current folder {Path.cwd()})", highlight=False)
 
 
-def summary_exit_code(records: list[GateRecord]) -> int:
-    """Exit code of a run: the first gate, in chain order, that did not pass decides."""
-    for record in sorted(records, key=lambda r: r.gate):
-        if record.verdict is not Outcome.PASS:
-            return EXIT_CODES[record.verdict]
+def summary_exit_code(records: list[GateRecord], requested: list[str] | None = None) -> int:
+    """Exit code of a run: the first gate, in chain order, that did not pass decides.
+
+    Every requested gate counts: one that wrote no record could not be measured (ERROR).
+    """
+    by_gate = {r.gate: r for r in records}
+    for gate in sorted(by_gate if requested is None else requested):
+        record = by_gate.get(gate)
+        if record is None or record.verdict is not Outcome.PASS:
+            return EXIT_CODES[record.verdict if record else Outcome.ERROR]
     return 0 if records else EXIT_CODES[Outcome.ERROR]
 
 
@@ -145,7 +151,9 @@ def print_summary(records: list[GateRecord], out: Path, console: Console) -> Non
         table.add_column(column)
     for r in records:
         counts = ", ".join(f"{n} {o}" for o, n in r.counts().items())
-        table.add_row(r.title, r.verdict.value, counts, str(out / r.run_id / f"{r.gate}.html"))
+        incomplete = any(m.note.startswith(INCOMPLETE) for m in r.measurements)
+        table.add_row(r.title, r.verdict.value + (f" ({INCOMPLETE})" if incomplete else ""),
+                      counts, str(out / r.run_id / f"{r.gate}.html"))
     console.print(table)
 
 
@@ -169,15 +177,17 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
             "--rootdir", str(shipped("suites").parent), "-p", "no:cacheprovider", "-q",
             "--html", str(html), "--self-contained-html",
             "-W", "ignore::pytest.PytestAssertRewriteWarning", *args.pytest_args]
-    code = pytest.main(argv, plugins=[PresetRun(options, config)])
+    code = pytest.main(argv, plugins=[PresetRun(options, config, runnable)])
     with Store(options.out) as store:
         records = store.records(options.run_id)
     print_summary(records, options.out, console)
-    if not records:
-        console.print(f"[red]no gate record was written (pytest exit code {int(code)})[/]")
-    else:
+    absent = sorted(set(runnable) - {r.gate for r in records})
+    if absent:
+        console.print(f"[red]no record was written for {', '.join(g.upper() for g in absent)} "
+                      f"(pytest exit code {int(code)})[/]")
+    if records:
         print_outputs(options.out, options.run_id, console)
-    return summary_exit_code(records)
+    return summary_exit_code(records, runnable)
 
 
 def print_outputs(out: Path, run_id: str, console: Console) -> None:

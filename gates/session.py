@@ -13,6 +13,8 @@ from .binding import BINDING_FACT, binding_deviations, site_binding
 from .checklist import ChecklistStore
 from .core import (
     CHECKOUT,
+    DECLARED,
+    GATE_TITLES,
     SIMULATED_ENGINE,
     Arm,
     ChecklistAnswer,
@@ -21,6 +23,7 @@ from .core import (
     LoadedFile,
     Measurement,
     Outcome,
+    Scope,
     Site,
     Table,
     Thresholds,
@@ -85,6 +88,7 @@ class GateSession:
     # gate: arm: (what its server said it is, whether it is kvgate's simulator)
     served: dict[str, dict[str, tuple[str, bool]]] = field(default_factory=dict)
     tables: dict[str, dict[str, Table]] = field(default_factory=dict)  # gate: title: table
+    not_run: dict[str, list[str]] = field(default_factory=dict)  # gate: its checks the run skipped
     signer: Signer | None = None  # the performer's key; None: records are written unsigned
     target_lock: TargetLock | None = None  # held from open() until finish()
 
@@ -167,6 +171,30 @@ class GateSession:
         self.started.setdefault(gate, utc_now())
         self.store.add_measurement(self.run_id, gate, measurement)
 
+    def expect(self, gate: str, not_run: list[str]) -> None:
+        """A gate the run was asked for: it gets a record even when none of its checks ran,
+        and the record names the checks that did not (INCOMPLETE)."""
+        self.started.setdefault(gate, utc_now())
+        if not_run:
+            self.not_run[gate] = list(not_run)
+
+    def judged(self, gate: str) -> list[Measurement]:
+        """The gate's measurements as its record holds them: complete, or made INCOMPLETE.
+
+        A gate its upstream blocks measured nothing on purpose: its BLOCKED stands alone.
+        """
+        measurements = self.store.measurements(self.run_id, gate)
+        if gate not in self.upstream:
+            self.blocked_reason(gate)  # a gate none of whose checks ran: still bound, or blocked
+        reason = self.upstream[gate][1]
+        if reason and not self.options.force:
+            return measurements or [Measurement.blocked(GATE_TITLES[gate], reason)]
+        return DECLARED[gate].complete(measurements, self.scope(gate), self.not_run.get(gate, []))
+
+    def scope(self, gate: str) -> Scope:
+        """What the gate ran on, for its declarations: the site with the gate's arms, limits."""
+        return Scope(self.site.model_copy(update={"arms": self.arms(gate)}), self.thresholds)
+
     def add_evidence(self, path: Path) -> str:
         """Hash an evidence file into the manifest; returns its run-relative name."""
         path = path.parent.resolve() / path.name
@@ -225,6 +253,7 @@ class GateSession:
         """Store and report one gate's record, once; later measurements are refused."""
         if gate in self.finished:
             return
+        measurements = self.judged(gate)
         upstream = self.upstream.get(gate, (None, ""))[0]
         simulated = ", ".join(self.simulated_arms(gate))
         if simulated:  # carried by the record, so a summary of any later run sees it too
@@ -233,7 +262,7 @@ class GateSession:
         record = GateRecord(
             gate=gate, run_id=self.run_id, site=self.site.site.name,
             started=self.started[gate], finished=utc_now(),
-            measurements=self.store.measurements(self.run_id, gate),
+            measurements=measurements,
             thresholds_revision=self.thresholds.meta.revision,
             thresholds_sha256=self.thresholds_file.sha256,
             site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,

@@ -31,8 +31,12 @@ from .declared import (
     G4,
 )
 from .measures import (
+    INCOMPLETE,
     Declarations,
     Declared,
+    Need,
+    Per,
+    Scope,
 )
 from .record import (
     GATE_TITLES,
@@ -157,13 +161,16 @@ __all__ = [
     "GATES",
     "GATE_TITLES",
     "GateRecord",
+    "INCOMPLETE",
     "LAUNCH_HOST",
     "LLAMACPP_PINNED",
     "Limit",
     "LoadedFile",
     "MAX_DURATION",
     "Measurement",
+    "Need",
     "Outcome",
+    "Per",
     "Percent",
     "Rate",
     "RequestOutcome",
@@ -171,6 +178,7 @@ __all__ = [
     "SEVERITY",
     "SHORTENED",
     "SIMULATED_ENGINE",
+    "Scope",
     "Site",
     "SiteInfo",
     "Size",
