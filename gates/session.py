@@ -217,12 +217,12 @@ class GateSession:
     def simulated_arms(self, gate: str) -> list[str]:
         """The gate's arms that ran kvgate's simulator: by the server's word, else the config.
 
-        An arm the gate reached (G2/G3: every cold recovery asks the server what it is) is
-        judged by what it answered, whatever its `engine =` says; one it never asked (G4's
-        soak) by its configuration.
+        An arm the gate reached (every G2/G3 cold recovery and G4's soak ask the server what
+        it is) is judged by what it answered, whatever its `engine =` says; one it never asked
+        (it failed before) by its configuration.
         """
         said = self.served.get(gate, {})
-        return sorted(n for n, arm in self.arms(gate).items()
+        return sorted(n for n, arm in self.bound_arms(gate).items()
                       if (said[n][1] if n in said else arm.engine == "kvgate-sim"))
 
     def serve(self, gate: str, arm: str, identity: str, simulated: bool) -> None:
@@ -282,12 +282,13 @@ class GateSession:
 
     def report_context(self, record: GateRecord) -> ReportContext:
         """What the gate's report shows besides its record: site, profile, arms, retests."""
-        th = self.thresholds
+        th, said = self.thresholds, self.served.get(record.gate, {})
         return ReportContext(
             site=self.site.site, profile=th.profile, profile_description=th.profile_description,
             statistic=th.decision.statistic, confidence=th.decision.confidence,
             marginal_band=th.decision.marginal_band, target=str(self.site.target.directory),
             thresholds_path=self.thresholds_file.path, site_path=self.site_file.path,
             charts=self.charts, simulated_arms=self.simulated_arms(record.gate),
-            arms=[arm_row(name, arm) for name, arm in self.arms(record.gate).items()],
+            arms=[arm_row(name, arm, said.get(name, ("", False))[0])
+                  for name, arm in self.bound_arms(record.gate).items()],
             retests=retest_rows(self.store, record))
