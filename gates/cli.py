@@ -21,6 +21,7 @@ from .commands import (
     add_model_commands,
     add_proof_commands,
     add_verify_commands,
+    add_waive_commands,
     bundle_command,
     engine_command,
     inventory_command,
@@ -30,6 +31,7 @@ from .commands import (
     proof_command,
     sim_serve,
     verify_command,
+    waive_command,
 )
 from .core import (
     EXIT_CODES,
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_options(check.add_argument, only={"site", "thresholds"})
     add_soak_commands(commands)
     add_verify_commands(commands)
+    add_waive_commands(commands)
     add_key_commands(commands)
     commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
                         epilog="example:\n  kvgate schema > gate-record.schema.json",
@@ -242,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             return bundle_command(args)
         if args.command == "verify":
             return verify_command(args)
+        if args.command == "waive":
+            return waive_command(args)
         if args.command == "key":
             return key_command(args)
         if args.command == "soak":

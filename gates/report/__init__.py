@@ -55,6 +55,7 @@ from .summary import (
     Summary,
     build_summary,
     recommend,
+    reissue_summary,
     summary_digest,
     write_summary,
 )
@@ -70,6 +71,12 @@ from .verification import (
     examine,
     record_digest,
     verify,
+)
+from .waivers import (
+    WaiverRefused,
+    check_waiver,
+    choose_deviation,
+    sign_waiver,
 )
 
 __all__ = [
@@ -96,9 +103,12 @@ __all__ = [
     "UNTRUSTED",
     "VERIFY_EXIT_TEXT",
     "Verification",
+    "WaiverRefused",
     "arm_row",
     "build_summary",
     "check_seal",
+    "check_waiver",
+    "choose_deviation",
     "configured_signer",
     "content_hash",
     "css_string",
@@ -114,11 +124,13 @@ __all__ = [
     "own_public",
     "recommend",
     "record_digest",
+    "reissue_summary",
     "render_html",
     "retest_rows",
     "seal",
     "seal_placeholder",
     "sig_path",
+    "sign_waiver",
     "statement",
     "strict_json",
     "summary_digest",

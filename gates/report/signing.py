@@ -155,10 +155,18 @@ def read_signature(sig: Path) -> tuple[dict, PublicKey]:
     """(statement, signer) of a .sig file whose signature verifies; SignatureProblem if not."""
     try:
         body = strict_json(sig.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SignatureProblem(f"unreadable ({exc.__class__.__name__}: {exc})") from None
+    return check_signature(body)
+
+
+def check_signature(body: object) -> tuple[dict, PublicKey]:
+    """(statement, signer) of a signature body (a .sig file's, a waiver's) that verifies."""
+    try:
         signed, key = body["statement"], PublicKey(base64.b64decode(body["public_key"],
                                                                     validate=True))
         signature = base64.b64decode(body["signature"], validate=True)
-    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise SignatureProblem(f"unreadable ({exc.__class__.__name__}: {exc})") from None
     if body.get("algorithm") != ALGORITHM or len(key.raw) != 32 or not isinstance(signed, dict):
         raise SignatureProblem(f"not an {ALGORITHM} signature of a kvgate statement")

@@ -21,7 +21,7 @@ from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
 from .signing import DuplicateKey, strict_json
-from .summary import SUMMARY_HASH_KEY, summary_digest
+from .summary import SUMMARY_HASH_KEY, summary_digest, summary_findings
 from .trust import Verification, check_signed, stray_signatures
 from .trust import rel as _name
 
@@ -131,7 +131,18 @@ def check_summary(path: Path, root: Path | None = None) -> list[str]:
         if isinstance(link, dict) and link.get("run_id"):
             problems += _cited(path, root, str(link.get("gate")), str(link["run_id"]),
                                str(link.get("record_sha256")))
-    return problems
+    found, _ = summary_findings(body, _carried(path))
+    return problems + [f"{_name(path, root)}: {p}" for p in found]
+
+
+def _carried(summary: Path):
+    """carried(run, gate): the deviations of a record beside the summary's run, or None."""
+    def carried(run_id: str, gate: str) -> list[str] | None:
+        if Path(run_id).name != run_id or run_id in (".", ".."):
+            return None
+        body, _ = _read(summary.parent.parent / run_id / f"{gate}.json")
+        return list((body or {}).get("deviations") or []) if body is not None else None
+    return carried
 
 
 def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list[str]:
@@ -159,6 +170,9 @@ def check_signatures(paths: list[Path], root: Path | None) -> Verification:
                                         None if summary else body.get("decision_rule"))
         found.problems += problems
         found.signers[_name(path, root)] = signer
+        if summary:  # each waiver inside it is signed by its performer too
+            for n, fp in enumerate(summary_findings(body, _carried(path))[1], 1):
+                found.signers[f"{_name(path, root)} waiver {n}"] = fp
     return found
 
 
