@@ -55,10 +55,12 @@ EXAMPLES = """examples:
   kvgate run all                         every gate that has a suite, in order
   kvgate run g1 --site examples/vllm-lmcache.toml --out /data/kvgate-reports
   kvgate run g2 --force                  run G2 although G1 did not pass (reported in red)
-  kvgate run g1 -- -k seq_read           pass extra arguments to pytest after --
+  kvgate run g1 -- -k seq_read           pass extra arguments to pytest after -- (a gate
+                                         run in part is INCOMPLETE: ERROR)
   kvgate config check                    validate site.toml and thresholds.toml, print them
   kvgate checklist --operator "A. Engineer"   guided on-site run: manual items, then each gate
   kvgate bundle RUN_ID && kvgate verify reports/RUN_ID.bundle.tar.gz
+  kvgate waive RUN_ID "limits changed since G2" --reason "…" --by "J. Reviewer"
 """
 
 
