@@ -21,6 +21,7 @@ from .commands import (
     add_model_commands,
     add_proof_commands,
     add_verify_commands,
+    add_waive_commands,
     bundle_command,
     engine_command,
     inventory_command,
@@ -30,11 +31,13 @@ from .commands import (
     proof_command,
     sim_serve,
     verify_command,
+    waive_command,
 )
 from .core import (
     EXIT_CODES,
     GATE_TITLES,
     GATES,
+    INCOMPLETE,
     ConfigError,
     GateRecord,
     Outcome,
@@ -53,10 +56,12 @@ EXAMPLES = """examples:
   kvgate run all                         every gate that has a suite, in order
   kvgate run g1 --site examples/vllm-lmcache.toml --out /data/kvgate-reports
   kvgate run g2 --force                  run G2 although G1 did not pass (reported in red)
-  kvgate run g1 -- -k seq_read           pass extra arguments to pytest after --
+  kvgate run g1 -- -k seq_read           pass extra arguments to pytest after -- (a gate
+                                         run in part is INCOMPLETE: ERROR)
   kvgate config check                    validate site.toml and thresholds.toml, print them
   kvgate checklist --operator "A. Engineer"   guided on-site run: manual items, then each gate
   kvgate bundle RUN_ID && kvgate verify reports/RUN_ID.bundle.tar.gz
+  kvgate waive RUN_ID "limits changed since G2" --reason "…" --by "J. Reviewer"
 """
 
 
@@ -84,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_options(check.add_argument, only={"site", "thresholds"})
     add_soak_commands(commands)
     add_verify_commands(commands)
+    add_waive_commands(commands)
     add_key_commands(commands)
     commands.add_parser("schema", help="print the JSON Schema of the gate record JSON files",
                         epilog="example:\n  kvgate schema > gate-record.schema.json",
@@ -133,11 +139,16 @@ def say_embedded(config: RunConfig, console: Console) -> None:
                       f"(relative paths in the current folder {Path.cwd()})", highlight=False)
 
 
-def summary_exit_code(records: list[GateRecord]) -> int:
-    """Exit code of a run: the first gate, in chain order, that did not pass decides."""
-    for record in sorted(records, key=lambda r: r.gate):
-        if record.verdict is not Outcome.PASS:
-            return EXIT_CODES[record.verdict]
+def summary_exit_code(records: list[GateRecord], requested: list[str] | None = None) -> int:
+    """Exit code of a run: the first gate, in chain order, that did not pass decides.
+
+    Every requested gate counts: one that wrote no record could not be measured (ERROR).
+    """
+    by_gate = {r.gate: r for r in records}
+    for gate in sorted(by_gate if requested is None else requested):
+        record = by_gate.get(gate)
+        if record is None or record.verdict is not Outcome.PASS:
+            return EXIT_CODES[record.verdict if record else Outcome.ERROR]
     return 0 if records else EXIT_CODES[Outcome.ERROR]
 
 
@@ -148,7 +159,9 @@ def print_summary(records: list[GateRecord], out: Path, console: Console) -> Non
         table.add_column(column)
     for r in records:
         counts = ", ".join(f"{n} {o}" for o, n in r.counts().items())
-        table.add_row(r.title, r.verdict.value, counts, str(out / r.run_id / f"{r.gate}.html"))
+        incomplete = any(m.note.startswith(INCOMPLETE) for m in r.measurements)
+        table.add_row(r.title, r.verdict.value + (f" ({INCOMPLETE})" if incomplete else ""),
+                      counts, str(out / r.run_id / f"{r.gate}.html"))
     console.print(table)
 
 
@@ -172,15 +185,17 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
             "--rootdir", str(shipped("suites").parent), "-p", "no:cacheprovider", "-q",
             "--html", str(html), "--self-contained-html",
             "-W", "ignore::pytest.PytestAssertRewriteWarning", *args.pytest_args]
-    code = pytest.main(argv, plugins=[PresetRun(options, config)])
+    code = pytest.main(argv, plugins=[PresetRun(options, config, runnable)])
     with Store(options.out) as store:
         records = store.records(options.run_id)
     print_summary(records, options.out, console)
-    if not records:
-        console.print(f"[red]no gate record was written (pytest exit code {int(code)})[/]")
-    else:
+    absent = sorted(set(runnable) - {r.gate for r in records})
+    if absent:
+        console.print(f"[red]no record was written for {', '.join(g.upper() for g in absent)} "
+                      f"(pytest exit code {int(code)})[/]")
+    if records:
         print_outputs(options.out, options.run_id, console)
-    return summary_exit_code(records)
+    return summary_exit_code(records, runnable)
 
 
 def print_outputs(out: Path, run_id: str, console: Console) -> None:
@@ -235,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
             return bundle_command(args)
         if args.command == "verify":
             return verify_command(args)
+        if args.command == "waive":
+            return waive_command(args)
         if args.command == "key":
             return key_command(args)
         if args.command == "soak":

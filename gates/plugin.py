@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .core import GATE_TITLES, GATES, ConfigError, Measurement, Outcome, shipped
+from .core import GATE_TITLES, GATES, INCOMPLETE, ConfigError, Measurement, Outcome, shipped
 from .model import SHIPPED_CATALOG
 from .options import RunConfig, RunOptions, add_run_options
 from .report import format_value, write_summary
@@ -27,7 +27,9 @@ MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
 SESSION_KEY = pytest.StashKey[GateSession | None]()
 RECORDED_KEY = pytest.StashKey[bool]()
 GATE_EXPR = re.compile(r"\b(gate|g[1-4])\b")
+NAMED_GATE = re.compile(r"(\bnot\s+)?\b(g[1-4])\b")  # -m "g1 or g2"; "not g4" names none
 PROPERTY_PREFIX = "kvgate."  # JUnit properties: kvgate.<measurement>.<field>
+CHECKS = "kvgate-checks"  # the Checks plugin's name
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,16 +37,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class PresetRun:
-    """A run whose options and configuration `kvgate run` already resolved (pytest plugin)."""
+    """A run whose options, configuration and gates `kvgate run` already resolved (plugin)."""
 
-    def __init__(self, options: RunOptions, config: RunConfig):
-        self.options, self.config = options, config
+    def __init__(self, options: RunOptions, config: RunConfig, gates: list[str] | None = None):
+        self.options, self.config, self.gates = options, config, gates
+
+
+class Checks:
+    """The gate checks collected (before -k, -m or --deselect chose) and those that ran.
+
+    A requested gate whose checks did not all run is INCOMPLETE, whatever chose them away.
+    """
+
+    def __init__(self):
+        self.collected: list[pytest.Item] = []
+        self.ran: set[str] = set()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]):
+        self.collected = [i for i in items if item_gate(i)]
+        return (yield)
+
+    def requested(self, config: pytest.Config) -> list[str]:
+        """The gates the run was asked for: `kvgate run`'s, else those -m names or that ran."""
+        preset = next((p for p in config.pluginmanager.get_plugins()
+                       if isinstance(p, PresetRun)), None)
+        if preset and preset.gates is not None:
+            return sorted(preset.gates)
+        if not gates_selected(config):
+            return []
+        named = {g for negated, g in NAMED_GATE.findall(config.option.markexpr or "")
+                 if not negated}
+        ran = {item_gate(i) for i in self.collected if i.nodeid in self.ran}
+        return sorted((named & {item_gate(i) for i in self.collected}) | ran)
+
+    def not_run(self, gate: str) -> list[str]:
+        """The gate's checks that were collected but never ran (deselected, or the run stopped)."""
+        return [i.name for i in self.collected if item_gate(i) == gate and i.nodeid not in self.ran]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[SESSION_KEY] = None
+    config.pluginmanager.register(Checks(), CHECKS)
     # pytest-html's hooks exist only when it is loaded; an unknown hook name would be an error.
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(HtmlColumns(), "kvgate-html-columns")
@@ -170,6 +206,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     gate = item_gate(item)
     if gate is None:
         return
+    item.config.pluginmanager.get_plugin(CHECKS).ran.add(item.nodeid)
     reason = gate_session(item.config).blocked_reason(gate)
     if reason:
         record_measurement(item, Measurement.blocked(item.name, reason))
@@ -189,14 +226,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    checks = session.config.pluginmanager.get_plugin(CHECKS)
+    requested = checks.requested(session.config)
     gate_run = session.config.stash.get(SESSION_KEY, None)
+    if gate_run is None and requested:
+        gate_run = gate_session(session.config)  # none of their checks ran: still a record
     if gate_run is None:
         return
+    for gate in requested:
+        gate_run.expect(gate, checks.not_run(gate))
     writer = session.config.pluginmanager.get_plugin("terminalreporter")
     finished = gate_run.finish()
     for record, files in finished:
         if writer:
             writer.write_line(f"{record.title}: {record.verdict.value} — {files['html']}")
+            for m in record.measurements:
+                if m.note.startswith(INCOMPLETE):
+                    writer.write_line(f"  {m.note}")
     if finished:
         # Simulated arms are deviations in the records themselves, so runs cited by this one count.
         info = gate_run.site.site

@@ -13,6 +13,8 @@ from .binding import BINDING_FACT, binding_deviations, site_binding
 from .checklist import ChecklistStore
 from .core import (
     CHECKOUT,
+    DECLARED,
+    GATE_TITLES,
     SIMULATED_ENGINE,
     Arm,
     ChecklistAnswer,
@@ -21,14 +23,14 @@ from .core import (
     LoadedFile,
     Measurement,
     Outcome,
+    Scope,
     Site,
     Table,
     Thresholds,
     UpstreamRef,
     upstream_gate,
 )
-from .engines import ArmRunner, EngineRun, choose_engine, kv_bytes_per_token
-from .inference import MachineReadings
+from .engines import EngineRun, choose_engine
 from .options import RunConfig, RunOptions
 from .report import ReportContext, Signer, arm_row, configured_signer, retest_rows, write_reports
 from .storage import TargetLock, lock_target
@@ -86,6 +88,7 @@ class GateSession:
     # gate: arm: (what its server said it is, whether it is kvgate's simulator)
     served: dict[str, dict[str, tuple[str, bool]]] = field(default_factory=dict)
     tables: dict[str, dict[str, Table]] = field(default_factory=dict)  # gate: title: table
+    not_run: dict[str, list[str]] = field(default_factory=dict)  # gate: its checks the run skipped
     signer: Signer | None = None  # the performer's key; None: records are written unsigned
     target_lock: TargetLock | None = None  # held from open() until finish()
 
@@ -168,6 +171,30 @@ class GateSession:
         self.started.setdefault(gate, utc_now())
         self.store.add_measurement(self.run_id, gate, measurement)
 
+    def expect(self, gate: str, not_run: list[str]) -> None:
+        """A gate the run was asked for: it gets a record even when none of its checks ran,
+        and the record names the checks that did not (INCOMPLETE)."""
+        self.started.setdefault(gate, utc_now())
+        if not_run:
+            self.not_run[gate] = list(not_run)
+
+    def judged(self, gate: str) -> list[Measurement]:
+        """The gate's measurements as its record holds them: complete, or made INCOMPLETE.
+
+        A gate its upstream blocks measured nothing on purpose: its BLOCKED stands alone.
+        """
+        measurements = self.store.measurements(self.run_id, gate)
+        if gate not in self.upstream:
+            self.blocked_reason(gate)  # a gate none of whose checks ran: still bound, or blocked
+        reason = self.upstream[gate][1]
+        if reason and not self.options.force:
+            return measurements or [Measurement.blocked(GATE_TITLES[gate], reason)]
+        return DECLARED[gate].complete(measurements, self.scope(gate), self.not_run.get(gate, []))
+
+    def scope(self, gate: str) -> Scope:
+        """What the gate ran on, for its declarations: the site with the gate's arms, limits."""
+        return Scope(self.site.model_copy(update={"arms": self.arms(gate)}), self.thresholds)
+
     def add_evidence(self, path: Path) -> str:
         """Hash an evidence file into the manifest; returns its run-relative name."""
         path = path.parent.resolve() / path.name
@@ -181,15 +208,6 @@ class GateSession:
                                             self.site.target.directory)
         return self.engine_run
 
-    def arm_runner(self, site: Site, name: str, gate: str, machine: MachineReadings,
-                   output_tokens: int | None = None, tag: str = "") -> ArmRunner:
-        """An arm of ``site`` as this run measures it: requests stored, logs kept as evidence."""
-        return ArmRunner(name=name, site=site, gate=gate, run_id=self.run_id,
-                         evidence_dir=self.evidence_dir, add_evidence=self.add_evidence,
-                         kv_bytes_per_token=kv_bytes_per_token(site, self.engine()),
-                         machine=machine, output_tokens=output_tokens, tag=tag,
-                         on_record=lambda rec: self.store.add_request(self.run_id, rec))
-
     def arms(self, gate: str) -> dict[str, Arm]:
         """The arms a gate measures: the chosen engine's for G2/G3, the site's for G4."""
         if gate in ("g2", "g3"):
@@ -199,12 +217,12 @@ class GateSession:
     def simulated_arms(self, gate: str) -> list[str]:
         """The gate's arms that ran kvgate's simulator: by the server's word, else the config.
 
-        An arm the gate reached (G2/G3: every cold recovery asks the server what it is) is
-        judged by what it answered, whatever its `engine =` says; one it never asked (G4's
-        soak) by its configuration.
+        An arm the gate reached (every G2/G3 cold recovery and G4's soak ask the server what
+        it is) is judged by what it answered, whatever its `engine =` says; one it never asked
+        (it failed before) by its configuration.
         """
         said = self.served.get(gate, {})
-        return sorted(n for n, arm in self.arms(gate).items()
+        return sorted(n for n, arm in self.bound_arms(gate).items()
                       if (said[n][1] if n in said else arm.engine == "kvgate-sim"))
 
     def serve(self, gate: str, arm: str, identity: str, simulated: bool) -> None:
@@ -235,6 +253,7 @@ class GateSession:
         """Store and report one gate's record, once; later measurements are refused."""
         if gate in self.finished:
             return
+        measurements = self.judged(gate)
         upstream = self.upstream.get(gate, (None, ""))[0]
         simulated = ", ".join(self.simulated_arms(gate))
         if simulated:  # carried by the record, so a summary of any later run sees it too
@@ -243,7 +262,7 @@ class GateSession:
         record = GateRecord(
             gate=gate, run_id=self.run_id, site=self.site.site.name,
             started=self.started[gate], finished=utc_now(),
-            measurements=self.store.measurements(self.run_id, gate),
+            measurements=measurements,
             thresholds_revision=self.thresholds.meta.revision,
             thresholds_sha256=self.thresholds_file.sha256,
             site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
@@ -263,12 +282,13 @@ class GateSession:
 
     def report_context(self, record: GateRecord) -> ReportContext:
         """What the gate's report shows besides its record: site, profile, arms, retests."""
-        th = self.thresholds
+        th, said = self.thresholds, self.served.get(record.gate, {})
         return ReportContext(
             site=self.site.site, profile=th.profile, profile_description=th.profile_description,
             statistic=th.decision.statistic, confidence=th.decision.confidence,
             marginal_band=th.decision.marginal_band, target=str(self.site.target.directory),
             thresholds_path=self.thresholds_file.path, site_path=self.site_file.path,
             charts=self.charts, simulated_arms=self.simulated_arms(record.gate),
-            arms=[arm_row(name, arm) for name, arm in self.arms(record.gate).items()],
+            arms=[arm_row(name, arm, said.get(name, ("", False))[0])
+                  for name, arm in self.bound_arms(record.gate).items()],
             retests=retest_rows(self.store, record))

@@ -379,3 +379,30 @@ def test_kv_root_of_the_arm_is_an_allowed_root(tmp_path):
     (tmp_path / "kv").mkdir()
     assert prepare_kv_dir("baseline", arm, None).path == tmp_path / "kv" / "baseline"
     assert prepare_kv_dir("recompute", Arm(kind="endpoint", urls=["http://h:1"]), None) is None
+
+
+def test_a_dotdot_or_a_link_in_kv_dir_is_resolved_before_the_shared_directory_check(tmp_path):
+    """#25 item 10: ".kvgate-target/x/../kv-baseline" (no x) is the baseline's directory."""
+    from gates.core import load_site
+
+    (tmp_path / ".kvgate-target" / "kv-baseline").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / ".kvgate-target" / "kv-baseline")
+    endpoint = 'kind = "endpoint"\nurls = ["http://h:1"]'
+    for written in (".kvgate-target/x/../kv-baseline", "link"):
+        (tmp_path / "site.toml").write_text(
+            f'[site]\nname = "s"\n[fio]\nfile_size = "16MiB"\n[target]\n'
+            f'directory = ".kvgate-target"\n[arms.baseline]\n{endpoint}\n'
+            f'kv_dir = ".kvgate-target/kv-baseline"\n[arms.candidate]\n{endpoint}\n'
+            f'kv_dir = "{written}"\n')
+        site, _ = load_site(tmp_path / "site.toml")
+        assert site.arms["candidate"].kv_dir == tmp_path / ".kvgate-target" / "kv-baseline"
+        problems = validate_arms(site.arms, ("baseline", "candidate"))
+        assert any("arms baseline and candidate share kv_dir" in p for p in problems), problems
+
+
+def test_arms_built_in_code_are_compared_where_their_kv_dirs_really_lead(tmp_path):
+    endpoint = {"kind": "endpoint", "urls": ["http://h:1"]}
+    arms = {"baseline": Arm(**endpoint, kv_dir=tmp_path / "kv"),
+            "candidate": Arm(**endpoint, kv_dir=tmp_path / "x" / ".." / "kv")}
+    [problem] = validate_arms(arms)
+    assert f"share kv_dir {tmp_path / 'kv'} (written {tmp_path / 'x' / '..' / 'kv'})" in problem

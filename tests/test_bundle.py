@@ -28,6 +28,7 @@ def reports(tmp_path):
     out = tmp_path / "reports"
     with Store(out) as store:
         below = full_chain(store, "a", gates=("g1", "g2", "g3"))
+        write_summary(store, SITE, "a")  # every run that writes records writes its summary
         open_run(store, "b")
         add_gate(store, "b", "g4", cites=below["g3"])
         write_summary(store, SITE, "b")

@@ -93,14 +93,25 @@ def test_kernel_collector_counts_only_lines_since_the_last_window():
     assert quiet.status == "ok" and quiet.values == {"hits": 0.0}
 
 
-def test_kernel_collector_is_not_applicable_where_the_log_cannot_be_read():
-    denied = KernelLog(dmesg("", 1, "dmesg: read kernel buffer failed: Operation not permitted"))
+def test_a_kernel_log_that_cannot_be_read_is_an_error_naming_the_permission_or_package(
+        tmp_path):
+    """#25 item 13 (was: NOT APPLICABLE, which the verdict ignores): every host has a kernel
+    log; refused (dmesg_restrict without root) or without dmesg, it could not be measured."""
+    restrict = tmp_path / "dmesg_restrict"
+    restrict.write_text("1\n")
+    denied = KernelLog(dmesg("", 1, "dmesg: read kernel buffer failed: Operation not permitted"),
+                       restrict=restrict)
     reading = denied.collect(ctx())
-    assert reading.status == "not applicable" and "Operation not permitted" in reading.reason
+    assert reading.status == "error"
+    assert reading.reason == (
+        "the kernel log cannot be read: `dmesg --time-format=iso` failed: dmesg: read kernel "
+        "buffer failed: Operation not permitted (kernel.dmesg_restrict = 1: reading it needs "
+        "root or CAP_SYSLOG; in a container, the host's permission to read it)")
 
     def missing(argv):
         raise ToolMissing("'dmesg' not found on PATH: install dmesg")
-    assert KernelLog(ScriptedRunner(missing)).collect(ctx()).status == "not applicable"
+    absent = KernelLog(ScriptedRunner(missing)).collect(ctx())
+    assert absent.status == "error" and "apt-get install util-linux" in absent.reason
 
 
 # ---- SMART and paths ----------------------------------------------------------------------
@@ -129,27 +140,46 @@ def test_smart_deltas_are_against_the_previous_snapshot_and_summed_over_devices(
     assert second.values["error_log_entries_delta"] == 0
 
 
-def test_smart_is_not_applicable_without_devices_or_nvme_cli_and_an_error_on_bad_output():
+def test_smart_is_not_applicable_only_without_devices_and_an_error_without_nvme_cli():
+    """#25 item 13 (was: NOT APPLICABLE without nvme-cli): devices named, the tool missing,
+    is an ERROR naming nvme-cli; only a site that names no devices has no SMART to read."""
     assert Smart(ScriptedRunner(lambda a: None), []).collect(ctx()).status == "not applicable"
 
     def missing(argv):
         raise ToolMissing("'nvme' not found on PATH: install nvme")
-    assert Smart(ScriptedRunner(missing), ["/dev/nvme0n1"]).collect(ctx()).status == \
-        "not applicable"
+    absent = Smart(ScriptedRunner(missing), ["/dev/nvme0n1"]).collect(ctx())
+    assert absent.status == "error"
+    assert absent.reason == (
+        "nvme-cli is not installed ('nvme' not found on PATH: install nvme), so the SMART logs "
+        "of /dev/nvme0n1 cannot be read: install nvme-cli (Debian/Ubuntu: apt-get install "
+        "nvme-cli; RHEL: dnf install nvme-cli)")
     broken = Smart(ScriptedRunner(lambda a: Completed(a, 0, "garbage")), ["/dev/nvme0n1"])
     reading = broken.collect(ctx())
     assert reading.status == "error" and "nvme smart-log" in reading.reason
 
 
-def test_paths_count_live_fabrics_paths_and_local_hosts_are_not_applicable():
+def test_paths_count_live_fabrics_paths_and_only_a_local_topology_is_not_applicable():
+    """#25 item 13 (was: N/A on any host showing no fabric path, or without nvme-cli): the
+    topology says whether there are paths; a fabric site showing none has them all down."""
     tcp = NvmePaths(ScriptedRunner(lambda a: Completed(
-        a, 0, tool_text("nvme_list_subsys_2.11_tcp.json")))).collect(ctx())
+        a, 0, tool_text("nvme_list_subsys_2.11_tcp.json"))), "tcp").collect(ctx())
     assert tcp.status == "alert" and tcp.values == {"live": 1.0, "total": 2.0}
     assert "nvme2" in tcp.details[0] and "connecting" in tcp.details[0]
     local = json.dumps([{"HostNQN": "h", "Subsystems": [{"Name": "nvme-subsys0", "Paths": [
         {"Name": "nvme0", "Transport": "pcie", "Address": "0000:41:00.0", "State": "live"}]}]}])
-    pcie = NvmePaths(ScriptedRunner(lambda a: Completed(a, 0, local))).collect(ctx())
-    assert pcie.status == "not applicable" and "NVMe-oF" in pcie.reason
+    asked = []
+    site = NvmePaths(ScriptedRunner(lambda a: asked.append(a)), "local").collect(ctx())
+    assert site.status == "not applicable" and asked == []  # the topology, not the host, says
+    assert "[topology] transport = 'local'" in site.reason
+    pcie = NvmePaths(ScriptedRunner(lambda a: Completed(a, 0, local)), "rdma").collect(ctx())
+    assert pcie.status == "alert" and pcie.values == {"live": 0.0, "total": 0.0}
+    assert pcie.details == ["no NVMe-oF path is connected, though [topology] transport = "
+                            "'rdma'"]
+
+    def missing(argv):
+        raise ToolMissing("'nvme' not found on PATH: install nvme")
+    absent = NvmePaths(ScriptedRunner(missing), "tcp").collect(ctx())
+    assert absent.status == "error" and "apt-get install nvme-cli" in absent.reason
 
 
 # ---- fio write-then-verify ----------------------------------------------------------------
@@ -233,6 +263,19 @@ def test_process_health_reads_rss_and_open_files_of_the_tree():
         child.wait()
     assert ProcessHealth(lambda: None).collect(ctx()).status == "not applicable"
     assert ProcessHealth(lambda: child.pid).collect(ctx()).status == "error"
+
+
+def test_a_process_kvgate_may_not_read_is_an_error_naming_the_permission(monkeypatch):
+    """#25 item 13 (was: NOT APPLICABLE): the engine is there; kvgate could not measure it."""
+    import psutil
+
+    def refused(pid):
+        raise psutil.AccessDenied(pid)
+    monkeypatch.setattr(psutil, "Process", refused)  # the seam: psutil's view of the process
+    reading = ProcessHealth(lambda: 4242).collect(ctx())
+    assert reading.status == "error"
+    assert reading.reason.startswith("no permission to read the engine's process 4242 (")
+    assert reading.reason.endswith("run kvgate as the engine's user or as root")
 
 
 def test_free_space_alerts_below_min_free_and_errors_on_a_missing_target(tmp_path):

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from gates.core import Outcome
+from gates.core import DECLARED, Outcome, load_thresholds
 from gates.store import Store
 
 SUITE = """
@@ -23,6 +23,14 @@ def test_figure(check):
 
 def test_crashes():
     {crash}
+
+
+def test_the_rest(check, kvgate):
+    # Every other measurement the gate declares: the suite measures its gate whole.
+    from gates.core import DECLARED
+
+    check(*[d.measured(12.0, Limit.at_least(10, "GB/s"), at=at)
+            for d, at in DECLARED["{gate}"].required(kvgate.scope("{gate}"))])
 """
 
 
@@ -59,7 +67,7 @@ def test_plain_pytest_deselects_gate_checks(gate_dir):
     write_suite(gate_dir, "g1")
     gate_dir.makeini("[pytest]\ntestpaths = .\n")
     result = gate_dir.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(deselected=2)
+    result.assert_outcomes(deselected=3)
     assert not (gate_dir.path / "reports").exists()
 
 
@@ -73,10 +81,11 @@ def test_unknown_marker_is_an_error(gate_dir):
 def test_gate_record_computed_from_measurements(gate_dir):
     write_suite(gate_dir, "g1", value=12.0)
     result = gate_dir.runpytest("-m", "g1")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     [record] = records(gate_dir)
     assert record["verdict"] == "PASS"
-    assert [m["name"] for m in record["measurements"]] == ["figure"]
+    assert [m["name"] for m in record["measurements"]][0] == "figure"
+    assert not any(m.get("id") == "g1.complete" for m in record["measurements"])
     html = next((gate_dir.path / "reports").glob("*/g1.html")).read_text()
     assert "Verdict: PASS" in html and "x &gt;= 10 GB/s" in html and "<script" not in html
 
@@ -84,7 +93,7 @@ def test_gate_record_computed_from_measurements(gate_dir):
 def test_failing_measurement_fails_the_gate_and_the_test(gate_dir):
     write_suite(gate_dir, "g1", value=3.0)
     result = gate_dir.runpytest("-m", "g1")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*FAIL: figure = 3 GB/s; limit x >= 10 GB/s*"])
     assert records(gate_dir)[0]["verdict"] == "FAIL"
 
@@ -101,7 +110,7 @@ def test_crashing_check_is_recorded_as_error(gate_dir):
 def test_downstream_gate_blocked_without_upstream_pass(gate_dir):
     write_suite(gate_dir, "g2")
     result = gate_dir.runpytest("-m", "g2", "-rs")
-    result.assert_outcomes(skipped=2)
+    result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(["*BLOCKED: no G1 record for site 'plugin test'*"])
     [record] = records(gate_dir)
     assert record["gate"] == "g2" and record["verdict"] == "BLOCKED"
@@ -114,7 +123,7 @@ def test_downstream_gate_blocked_by_failed_upstream_then_forced(gate_dir):
     blocked = gate_dir.runpytest("-m", "g2", "-rs")
     blocked.stdout.fnmatch_lines(["*BLOCKED: G1 did not pass*FAIL*"])
     forced = gate_dir.runpytest("-m", "g2", "--force")
-    forced.assert_outcomes(passed=2)
+    forced.assert_outcomes(passed=3)
     g2 = records(gate_dir)[-1]
     assert g2["forced"] is True and g2["verdict"] == "PASS"
     assert g2["upstream"]["verdict"] == "FAIL"
@@ -127,7 +136,7 @@ def test_passing_upstream_unblocks_and_is_cited(gate_dir):
     write_suite(gate_dir, "g1")
     gate_dir.runpytest("-m", "g1")
     write_suite(gate_dir, "g2")
-    gate_dir.runpytest("-m", "g2").assert_outcomes(passed=2)
+    gate_dir.runpytest("-m", "g2").assert_outcomes(passed=3)
     g1, g2 = records(gate_dir)
     store = Store(gate_dir.path / "reports")
     digest = store.latest_record("g1", "plugin test")[1]
@@ -155,7 +164,7 @@ def test_one_session_chains_gates_in_order(gate_dir):
     write_suite(gate_dir, "g1")
     write_suite(gate_dir, "g2")
     result = gate_dir.runpytest("-m", "g1 or g2", "test_g1_suite.py", "test_g2_suite.py")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=6)
     g1, g2 = records(gate_dir)
     assert g1["run_id"] == g2["run_id"] and g2["verdict"] == "PASS"
     assert g2["upstream"]["run_id"] == g1["run_id"]
@@ -246,7 +255,7 @@ def test_blocked_check_shows_its_outcome_in_both_reports(gate_dir):
 
 def test_without_pytest_html_the_columns_are_not_registered(gate_dir):
     write_suite(gate_dir, "g1")
-    gate_dir.runpytest("-m", "g1", "-p", "no:html").assert_outcomes(passed=2)
+    gate_dir.runpytest("-m", "g1", "-p", "no:html").assert_outcomes(passed=3)
 
 
 def test_measurement_rows_group_repeated_names():
@@ -270,3 +279,48 @@ def test_a_site_naming_its_array_gets_cost_lines_in_the_summary(gate_dir):
     [summary] = (gate_dir.path / "reports").glob("*/summary.json")
     cost = json.loads(summary.read_text())["cost"]
     assert cost["configured"] and cost["array"] == "FX100" and cost["figures"]
+
+
+# ---- #25 item 12: a gate run in part is INCOMPLETE, and blocks the next ----------------------
+
+def test_a_gate_whose_checks_were_deselected_is_incomplete_and_blocks_the_next(gate_dir):
+    write_suite(gate_dir, "g1")
+    gate_dir.runpytest("-m", "g1", "-k", "figure").assert_outcomes(passed=1, deselected=2)
+    [g1] = records(gate_dir)
+    assert g1["verdict"] == "ERROR"
+    [incomplete] = [m for m in g1["measurements"] if m.get("id") == "g1.complete"]
+    assert incomplete["outcome"] == "ERROR" and incomplete["note"].startswith("INCOMPLETE: ")
+    assert "not measured: g1.seq_read_bw, g1.seq_write_bw" in incomplete["note"]
+    assert "checks not run: test_crashes, test_the_rest" in incomplete["note"]
+    write_suite(gate_dir, "g2")
+    blocked = gate_dir.runpytest("-m", "g2", "-rs")
+    blocked.stdout.fnmatch_lines([f"*BLOCKED: G1 did not pass (run {g1['run_id']}: ERROR)*"])
+    assert records(gate_dir)[-1]["verdict"] == "BLOCKED"
+
+
+def test_a_requested_gate_none_of_whose_checks_ran_still_gets_a_record(gate_dir):
+    write_suite(gate_dir, "g1")
+    gate_dir.runpytest("-m", "g1", "-k", "no_such_check")
+    [g1] = records(gate_dir)
+    [only] = g1["measurements"]
+    assert g1["verdict"] == "ERROR" and only["id"] == "g1.complete"
+    assert "checks not run: test_figure, test_crashes, test_the_rest" in only["note"]
+
+
+def test_a_gate_measured_whole_but_one_level_short_is_incomplete(gate_dir):
+    write_suite(gate_dir, "g1")
+    gate_dir.runpytest("-m", "g1")
+    write_suite(gate_dir, "g2")
+    suite = gate_dir.path / "test_g2_suite.py"
+    top = 'max(kvgate.thresholds.g2.concurrency)'
+    suite.write_text(suite.read_text().replace(  # every id, but not at the highest level
+        "for d, at in", "for d, at in (x for x in").replace(
+        'kvgate.scope("g2"))])', f'kvgate.scope("g2")) if x[1] != {top})])'))
+    gate_dir.runpytest("-m", "g2")
+    g2 = records(gate_dir)[-1]
+    [incomplete] = [m for m in g2["measurements"] if m.get("id") == "g2.complete"]
+    levels = load_thresholds(gate_dir.path / "thresholds.toml")[0].g2.concurrency
+    ids = [i for i in DECLARED["g2"].by_id if i not in ("g2.arm_protocol", "g2.complete")]
+    assert incomplete["note"].startswith("INCOMPLETE: not measured: " + ", ".join(
+        f"{i} @ concurrency {max(levels)}" for i in ids) + " (")
+    assert g2["verdict"] == "ERROR"

@@ -4,6 +4,7 @@ import os
 import sys
 
 import psutil
+import pytest
 
 from gates.core import Arm, WorkloadSettings
 from gates.engines import ProtocolError, run_arm_once, start_arm
@@ -75,3 +76,26 @@ def test_cpus_this_host_cannot_give_are_refused_before_the_engine_starts(tmp_pat
     else:
         raise AssertionError("an impossible core set was accepted")
     assert not (tmp_path / "baseline.log").exists()
+
+
+def test_the_device_read_signal_follows_the_kv_dir_where_it_really_leads(tmp_path):
+    """#25 item 10: a kv_dir written "x/../kv" (no x) is kv; its device is still watched."""
+    from gates.engines import kv_devices
+
+    (tmp_path / "target" / "kv").mkdir(parents=True)
+    plain = kv_devices(sim_arm(tmp_path), [])
+    dotted = kv_devices(sim_arm(tmp_path).model_copy(
+        update={"kv_dir": tmp_path / "target" / "x" / ".." / "kv"}), [])
+    assert dotted == plain
+    assert kv_devices(sim_arm(tmp_path), ["nvme9n1"]) == ["nvme9n1"]  # named devices win
+    if not plain:
+        pytest.skip(f"{tmp_path} is on no local block device (tmpfs?): nothing to watch")
+
+
+def test_a_launched_arm_whose_kv_dir_cannot_be_found_is_an_error_not_a_dropped_signal(
+        tmp_path):
+    from gates.engines import kv_devices
+
+    gone = sim_arm(tmp_path).model_copy(update={"kv_dir": tmp_path / "gone" / "kv"})
+    with pytest.raises(ProtocolError, match=r"kv_dir .*gone/kv: cannot find the block device"):
+        kv_devices(gone, [])

@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _chain import the_rest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -215,7 +216,8 @@ def build_reports(root: Path) -> dict:
     session.charts["g4"] = [("Soak signals per window", time_series(soak_panels()))]
     for gate, measurements in later_measurements().items():
         session.blocked_reason(gate)
-        for m in measurements:
+        # G2 and G3 measure every declared figure (their verdicts are the subject); G4 not.
+        for m in measurements + (the_rest(session, gate) if gate in ("g2", "g3") else []):
             session.record(gate, m)
     finished = {record.gate: (record, files) for record, files in session.finish()}
     session.store.close()
@@ -431,11 +433,26 @@ def test_arms_and_engine_versions_on_inference_gates(reports):
     html = page(reports["g3"][1])
     arms = {r[0]: r for r in html.rows("arms")}
     assert set(arms) == {"baseline", "candidate", "recompute"}
-    assert arms["baseline"][1:4] == ["vllm", "Qwen/Qwen3-32B", "endpoint: http://10.20.0.5:8000"]
+    # Nothing asked these servers what they are (the test records the measurements itself):
+    # the Engine column says the site file's engine = and that it is only that (#25 item 15).
+    assert arms["baseline"][1:4] == ["vllm (site file; the server was not asked)",
+                                     "Qwen/Qwen3-32B", "endpoint: http://10.20.0.5:8000"]
     assert arms["candidate"][3].startswith("launched: vllm serve {model} --port {port}")
     assert arms["recompute"][4] == "none (recompute)"
     assert "engine (candidate) vllm 0.11.0, LMCache 0.3.9" in reports["g3"][1]["html"].read_text()
     assert "arms" not in page(reports["g1"][1]).tables
+    assert set(arms) == {r[0] for r in page(reports["g2"][1]).rows("arms")}
+    assert {r[0] for r in page(reports["g4"][1]).rows("arms")} == {"candidate"}  # G4 soaks it
+
+
+def test_the_engine_column_is_what_the_server_said():
+    from gates.core import Arm
+    from gates.report import arm_row
+
+    arm = Arm(kind="endpoint", urls=["http://h:1"], engine="vllm")
+    assert arm_row("candidate", arm, "kvgate-sim (X-KVGate-Simulator header)")["engine"] == \
+        "kvgate-sim (X-KVGate-Simulator header)"
+    assert arm_row("candidate", arm)["engine"] == "vllm (site file; the server was not asked)"
 
 
 def test_tools_traceability_evidence_and_sign_off(reports):
@@ -469,7 +486,8 @@ def test_a_hostile_site_name_stays_text(tmp_path):
                                                  "'a\"}</style><script>x</script>'"))
     shutil.copy(REPO / "thresholds.toml", root / "thresholds.toml")
     session = open_session(root, "r1")
-    session.record("g1", Measurement.measured("bw", 6, Limit.at_least(5.0, GB)))
+    for m in [Measurement.measured("bw", 6, Limit.at_least(5.0, GB)), *the_rest(session, "g1")]:
+        session.record("g1", m)
     [(_, files)] = session.finish()
     session.store.close()
     text = files["html"].read_text()

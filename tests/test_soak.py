@@ -123,6 +123,18 @@ def test_kernel_errors_and_down_paths_fail_and_are_not_applicable_without_a_sour
     assert paths_live(local).outcome is Outcome.NOT_APPLICABLE
 
 
+def test_a_fabric_with_no_path_fails_and_a_collector_that_could_not_read_is_an_error():
+    """#25 item 13: no path on a fabric site is every path down; "could not read" in every
+    window (nvme-cli missing, dmesg refused) is an ERROR, never NOT APPLICABLE."""
+    none = windows(6, health=lambda i: {PATHS: HealthReading(
+        status="alert", values={"live": 0.0, "total": 0.0},
+        details=["no NVMe-oF path is connected, though [topology] transport = 'rdma'"])})
+    assert paths_live(none).outcome is Outcome.FAIL and paths_live(none).value == 6
+    refused = windows(6, health=lambda i: {KERNEL: HealthReading.failed("dmesg refused")})
+    m = kernel_errors(refused)
+    assert m.outcome is Outcome.ERROR and "dmesg refused" in m.note
+
+
 def test_every_window_must_reach_the_throughput_floor():
     g3 = 100.0
     at_floor = windows(864, throughput=lambda i: 90.0 if i == 500 else 100.0)

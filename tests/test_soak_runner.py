@@ -282,7 +282,7 @@ def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
         runner_cmd = SubprocessRunner()
         collectors = [FioVerify(runner_cmd, scratch / "kvgate-soak", size=2 << 20,
                                 block=65536, rate="0", direct=False, ioengine="psync"),
-                      KernelLog(runner_cmd), Smart(runner_cmd, []), NvmePaths(runner_cmd),
+                      KernelLog(runner_cmd), Smart(runner_cmd, []), NvmePaths(runner_cmd, "local"),
                       ProcessHealth(os.getpid), FreeSpace(scratch)]
         soak = SoakRunner.start(store, plan(duration=seconds, window=2.0, g3=g3), load,
                                 collectors=collectors,

@@ -40,11 +40,12 @@ def signer(tmp_path, monkeypatch):
 
 
 def sign_records(folder, signer):
-    """Sign each gate JSON of a run folder (and its report) as write_reports would."""
+    """Sign each gate JSON of a run folder (its report and decision rule) as write_reports would."""
     for path in sorted(folder.glob("g[1-4].json")):
-        html = path.with_suffix(".html")
-        write_signature(path, signer, statement(path.name, record_digest(json.loads(
-            path.read_text())), html.name, content_hash(html.read_text())))
+        html, body = path.with_suffix(".html"), json.loads(path.read_text())
+        write_signature(path, signer, statement(path.name, record_digest(body), html.name,
+                                                content_hash(html.read_text()),
+                                                decision_rule=body["decision_rule"]))
 
 
 def write_run(root, run_id, gate, upstream=None, value=12.0):
@@ -65,10 +66,11 @@ def write_run(root, run_id, gate, upstream=None, value=12.0):
 
 
 def test_an_intact_unsigned_run_is_not_called_intact(tmp_path, capsys):
-    folder, _ = write_run(tmp_path, "r1", "g1")
+    folder = sealed_run(tmp_path, signed=False)  # its records unsigned (the summary is signed)
     assert main(["verify", str(folder)]) == 4
     out = capsys.readouterr().out
-    assert "UNSIGNED g1.json: no signature (.sig)" in out and "intact" not in out
+    assert "UNSIGNED g1.json, g2.json, g3.json, g4.json: no signature (.sig)" in out
+    assert "intact" not in out
 
 
 def test_one_altered_evidence_byte_is_named(tmp_path, capsys):
@@ -118,13 +120,14 @@ def test_schema_describes_every_key_of_a_written_record(tmp_path, capsys):
 
 # ---- seals, the summary, unlisted evidence, extracted bundles -------------------------------
 
-def sealed_run(tmp_path):
+def sealed_run(tmp_path, signed=True):
     """A real store with a G1→G4 chain in one run, sealed reports and the summary, signed."""
     out = tmp_path / "reports"
     with Store(out) as store:
         full_chain(store, "r1")
         write_summary(store, SITE, "r1")  # signed by the configured key: this machine's
-    sign_records(out / "r1", load_signer(tmp_path / "keys" / PRIVATE_NAME))
+    if signed:
+        sign_records(out / "r1", load_signer(tmp_path / "keys" / PRIVATE_NAME))
     return out / "r1"
 
 

@@ -1,4 +1,5 @@
-"""The CLI verbs other than `run`: model, loadgen, engine, bundle, inventory, proof, key, verify."""
+"""The CLI verbs other than `run`: model, loadgen, engine, bundle, inventory, proof, key, verify,
+waive."""
 
 from .bundle import (
     add_bundle_commands,
@@ -32,6 +33,10 @@ from .verify import (
     add_verify_commands,
     verify_command,
 )
+from .waive import (
+    add_waive_commands,
+    waive_command,
+)
 
 __all__ = [
     "add_bundle_commands",
@@ -41,6 +46,7 @@ __all__ = [
     "add_model_commands",
     "add_proof_commands",
     "add_verify_commands",
+    "add_waive_commands",
     "bundle_command",
     "engine_command",
     "inventory_command",
@@ -50,4 +56,5 @@ __all__ = [
     "proof_command",
     "sim_serve",
     "verify_command",
+    "waive_command",
 ]

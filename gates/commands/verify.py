@@ -19,9 +19,11 @@ EXAMPLES = f"""examples:
 
 It re-checks every record hash, evidence file, report seal, the chain between gates and a
 bundle's manifest; that every report a record implies is there (<gate>.html and its .seal
-file beside <gate>.json, summary.html beside summary.json) and names the digest of the JSON
-beside it; that a run folder holds nothing else (any other file, at its top level or in
-evidence/, is named); and every signature (<file>.sig). With --key every record and the
+file beside <gate>.json, summary.html beside summary.json; a run folder with records, its
+summary.json) and names the digest of the JSON beside it; that a run folder holds nothing
+else (any other file, at its top level or in evidence/, is named); every signature
+(<file>.sig), which covers a record's decision rule too; and it refuses a JSON that names one
+key twice (two "verdict" keys), naming the key. With --key every record and the
 summary must be signed by that key (give --key again for several performers); without it, by
 this machine's own key (`kvgate key show`) or a key in its trusted/ folder. It says "signed by
 <fingerprint>, intact" only then.

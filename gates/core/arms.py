@@ -6,6 +6,7 @@ KV-directory safety lives in gates.inference.kv_dir, launched engines in gates.i
 from __future__ import annotations
 
 import difflib
+import os
 import string
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -142,12 +143,22 @@ class Arm(Strict):
         return self
 
     def resolve_paths(self, base: Path) -> None:
-        """Make kv_dir and kv_root absolute, relative to the site file's folder."""
+        """Make kv_dir and kv_root absolute (relative to the site file's folder) and real.
+
+        Real: a `..` or a symbolic link in the path is resolved once, here, so that every later
+        check (two arms sharing a directory, the KV on the target's filesystem, the device whose
+        reads are watched) judges the directory the engine will really write to.
+        """
         for key in ("kv_dir", "kv_root"):
             path = getattr(self, key)
             if path is not None:
                 path = path.expanduser()
-                setattr(self, key, path if path.is_absolute() else base / path)
+                setattr(self, key, real_path(path if path.is_absolute() else base / path))
+
+
+def real_path(path: Path) -> Path:
+    """Where a path really leads: `..` and links resolved, missing parts kept as written."""
+    return Path(os.path.realpath(path))
 
 
 def _known_names(arms: dict[str, Arm]) -> dict[str, Arm]:
@@ -172,10 +183,12 @@ def validate_arms(arms: Mapping[str, Arm], required: Sequence[str] = ("candidate
     seen: dict[Path, str] = {}
     for name, arm in arms.items():
         if arm.kv_dir is not None:
-            if arm.kv_dir in seen:
-                problems.append(f"arms {seen[arm.kv_dir]} and {name} share kv_dir {arm.kv_dir}: "
+            real = real_path(arm.kv_dir)  # "x/../kv-baseline" is kv-baseline, whatever x is
+            if real in seen:
+                same = "" if real == arm.kv_dir else f" (written {arm.kv_dir})"
+                problems.append(f"arms {seen[real]} and {name} share kv_dir {real}{same}: "
                                 "each arm needs its own KV directory")
-            seen.setdefault(arm.kv_dir, name)
+            seen.setdefault(real, name)
     return problems
 
 

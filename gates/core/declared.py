@@ -6,9 +6,10 @@ the procurement summary select by id.
 
 from __future__ import annotations
 
-from .measures import Declarations, Declared
+from .measures import Declarations, Declared, Per, Scope
 
-_C = "concurrency"
+# G2 and G3 measure at every concurrency level of thresholds.toml [g2]: a record needs each.
+_C = Per("concurrency", levels=lambda scope: scope.thresholds.g2.concurrency)
 
 G1 = Declarations("g1", [
     Declared("g1.seq_read_bw", "Sequential read 1 MiB bandwidth"),
@@ -73,3 +74,33 @@ G4 = Declarations("g4", [
 ])
 
 DECLARED = {d.gate: d for d in (G1, G2, G3, G4)}
+
+
+# ---- what a complete record needs, beyond every id at every level (gates.core.measures) ------
+
+def _devices_named(scope: Scope) -> str:
+    return "" if scope.site.topology.devices else \
+        "no NVMe devices named for the target (site.toml [topology] devices)"
+
+
+def _fabrics(scope: Scope) -> str:
+    transport = scope.site.topology.transport
+    return "" if transport in ("tcp", "rdma") else \
+        f"no NVMe over Fabrics in the topology (site.toml [topology] transport = {transport!r})"
+
+
+def _launched_candidate(scope: Scope) -> str:
+    arm = scope.site.arms.get("candidate")
+    return "" if arm is not None and arm.kind == "launch" else \
+        "the candidate is an endpoint arm: its engine's processes run where kvgate cannot read"
+
+
+# Carriers say only why a gate, an arm or a check could not run; never required.
+for _carrier in ("g2.arm_protocol", "g3.comparison", "g3.recompute_reference", "g3.correctness",
+                 "g4.soak"):
+    DECLARED[_carrier[:2]].require(_carrier, carrier=True)
+# The fact of the site that excuses an id; where it applies, NOT APPLICABLE is an ERROR.
+for _id, _excuse in (("g3.device_reads", _devices_named), ("g3.process_reads",
+                     _launched_candidate), ("g4.media_errors", _devices_named),
+                     ("g4.critical_warnings", _devices_named), ("g4.paths_live", _fabrics)):
+    DECLARED[_id[:2]].require(_id, excuse=_excuse)

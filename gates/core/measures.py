@@ -4,14 +4,51 @@ An id such as "g3.ttft_p50_reduction" is the machine key a suite, a test or the 
 by; a measurement taken per concurrency level carries the level beside the id (`at`), and its
 display name ("TTFT p50 reduction @ concurrency 8") is derived from the declaration and never
 parsed back. Asking for an id no gate declared raises, as OpenHTF's unknown measurement does.
+
+A gate's verdict needs every measurement it declares (`Declarations.complete`): each id, at
+every level its dimension (`Per`) requires for the run, unless the id only carries why a gate
+could not run, or a fact of the site excuses it (`Need`). Where a declaration names that fact,
+a NOT APPLICABLE for any other reason ("the tool could not run") is an ERROR. What is missing
+makes the gate INCOMPLETE: one ERROR measurement naming every missing id and check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .verdict import Limit, Measurement
+from .verdict import Limit, Measurement, Outcome
+
+INCOMPLETE = "INCOMPLETE"  # the completeness measurement's note starts so
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a gate ran on, for its declarations: the site (with the gate's arms), the limits."""
+
+    site: Any
+    thresholds: Any
+
+
+@dataclass(frozen=True)
+class Per:
+    """A dimension a measurement is taken per, and the levels a complete record needs at it."""
+
+    name: str
+    levels: Callable[[Scope], Sequence[int]] | None = None  # None: any one level will do
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a complete record needs of one declared id beyond being there at every level."""
+
+    carrier: bool = False  # it only says why a gate could not run: never required
+    # The fact of the site that makes the id not apply, as its reason ("" = it applies here).
+    excuse: Callable[[Scope], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -20,7 +57,7 @@ class Declared:
 
     id: str
     title: str
-    per: str = ""  # "concurrency": one measurement per level, named "<title> @ concurrency N"
+    per: str | Per = ""  # "concurrency": one measurement per level, "<title> @ concurrency N"
     form: str = "{title} @ {per} {at}"  # the display name of one level
 
     def name(self, at: int | None = None) -> str:
@@ -55,15 +92,26 @@ class Declared:
 
 
 class Declarations:
-    """A gate's declared measurements, looked up by id; an unknown id is an error."""
+    """A gate's declared measurements, looked up by id; an unknown id is an error.
+
+    Each gate also declares "<gate>.complete": the carrier of what a run left unmeasured.
+    """
 
     def __init__(self, gate: str, declared: Iterable[Declared]):
         self.gate = gate
         self.by_id: dict[str, Declared] = {}
-        for d in declared:
+        self.needs: dict[str, Need] = {}
+        complete = Declared(f"{gate}.complete", "Every declared measurement taken")
+        for d in [*declared, complete]:
             if not d.id.startswith(f"{gate}.") or d.id in self.by_id:
                 raise ValueError(f"{d.id}: a {gate} id must start with '{gate}.' and be unique")
             self.by_id[d.id] = d
+        self.require(complete.id, carrier=True)
+
+    def require(self, id: str, carrier: bool = False,
+                excuse: Callable[[Scope], str] | None = None) -> None:
+        """Declare what a complete record needs of an id (the default: it, at every level)."""
+        self.needs[self[id].id] = Need(carrier, excuse)
 
     def __getitem__(self, id: str) -> Declared:
         try:
@@ -81,3 +129,41 @@ class Declarations:
         """The measured values of a per-level id, keyed by level (unmeasured ones left out)."""
         return {m.at: m.value for m in self.select(measurements, id)
                 if m.at is not None and m.value is not None}
+
+    def required(self, scope: Scope) -> list[tuple[Declared, int | None]]:
+        """Every (declaration, level) a complete record of this gate needs on this site; the
+        level is None where any one will do."""
+        out: list[tuple[Declared, int | None]] = []
+        for d in self.by_id.values():
+            need = self.needs.get(d.id, Need())
+            if need.carrier or (need.excuse is not None and need.excuse(scope)):
+                continue
+            levels = d.per.levels(scope) if isinstance(d.per, Per) and d.per.levels else None
+            out += [(d, level) for level in levels] if levels is not None else [(d, None)]
+        return out
+
+    def _excused(self, m: Measurement, scope: Scope) -> Measurement:
+        """A NOT APPLICABLE the site does not excuse is an ERROR: it could not be measured."""
+        need = self.needs.get(m.id or "")
+        if m.outcome is not Outcome.NOT_APPLICABLE or need is None or need.excuse is None \
+                or need.excuse(scope):
+            return m
+        return m.model_copy(update={"outcome": Outcome.ERROR, "note": (
+            f"not measured, although it applies to this site: {m.note}")})
+
+    def complete(self, measurements: Iterable[Measurement], scope: Scope,
+                 not_run: Sequence[str] = ()) -> list[Measurement]:
+        """The measurements a record holds: unexcused NOT APPLICABLEs turned ERROR, and one
+        INCOMPLETE ERROR naming every required id (or level) missing and every check not run.
+        """
+        out = [self._excused(m, scope) for m in measurements]
+        taken = {(m.id, m.at) for m in out} | {(m.id, None) for m in out}
+        missing = [d.id if level is None else f"{d.id} @ {d.per} {level}"
+                   for d, level in self.required(scope) if (d.id, level) not in taken]
+        parts = ([f"not measured: {', '.join(missing)}"] if missing else []) + (
+            [f"checks not run: {', '.join(not_run)}"] if not_run else [])
+        if parts:
+            out.append(self[f"{self.gate}.complete"].error(
+                f"{INCOMPLETE}: " + "; ".join(parts) + " (a gate's verdict needs every "
+                "measurement it declares: run its checks whole)"))
+        return out

@@ -13,6 +13,35 @@ from .verdict import Measurement, Outcome, failures_first, gate_verdict
 GATES = ("g1", "g2", "g3", "g4")
 SIMULATED_ENGINE = "simulated engine"  # a deviation starting so marks a simulator's record
 SHORTENED = "shortened: not a 72-hour sign-off"  # a G4 deviation starting so: a shortened soak
+# What a deviation does to the procurement summary's ACCEPT, decided by how its text begins;
+# said once here and listed in the README ("ACCEPT means nothing is open"). A rehearsal mark is
+# never accepted and cannot be waived; a note informs; every other deviation, listed here or
+# not, can change what a verdict means and blocks ACCEPT until a named person waives it.
+REHEARSAL, BLOCKING, NOTE = "rehearsal", "blocking", "note"
+DEVIATION_KINDS = (
+    (SIMULATED_ENGINE, REHEARSAL, "the arms ran kvgate's simulator, not a real engine"),
+    ("shortened", REHEARSAL, "a G4 soak shorter than the 72 h sign-off"),
+    ("FORCED:", REHEARSAL, "run with --force past an upstream gate that did not pass"),
+    ("no pre-flight prediction", NOTE, "G1 could not predict G3's gain for the sized model"),
+    ("limits changed since", BLOCKING, "thresholds.toml differs from the upstream gate's"),
+    ("site changed since", BLOCKING, "the target, an arm or the eviction differs upstream"),
+    ("baseline may be starved", BLOCKING, "other processes took the G2 baseline's CPU"),
+    ("other I/O on the target's device", BLOCKING, "G1 saw I/O that fio did not do"),
+    ("other processes' I/O on the target was not watched", BLOCKING,
+     "G1 could not watch the target's device"),
+    ("not running for", BLOCKING, "a G4 soak resumed after a gap"),
+    ("resumed with another", BLOCKING, "a G4 soak resumed with other configuration files"),
+    ("duration ", BLOCKING, "a G4 soak planned other than thresholds.toml's duration"),
+    ("window ", BLOCKING, "G4 windows other than thresholds.toml's"),
+)
+
+
+def deviation_kind(text: str) -> str:
+    """REHEARSAL, NOTE or BLOCKING (the default: a deviation nobody classified blocks)."""
+    return next((kind for prefix, kind, _ in DEVIATION_KINDS if text.startswith(prefix)),
+                BLOCKING)
+
+
 GATE_TITLES = {
     "g1": "G1 arrival acceptance",
     "g2": "G2 single-node baseline",
@@ -70,6 +99,31 @@ class Table(BaseModel):
 
     columns: list[str]
     rows: list[list[str]] = Field(default_factory=list)
+
+
+class Waiver(BaseModel):
+    """A named person's decision that one deviation of one record leaves its verdict's meaning
+    intact: it no longer blocks ACCEPT (`kvgate waive`)."""
+
+    kind: Literal["kvgate waiver"] = "kvgate waiver"
+    run_id: str  # the run whose record carries the deviation
+    gate: str
+    deviation: str  # the deviation's whole text, as the record carries it
+    reason: str
+    by: str  # the person who decided, by name
+    waived_at: str  # UTC, ISO 8601
+
+    def sha256(self) -> str:
+        """SHA-256 of the waiver's canonical JSON: what its signature covers."""
+        return json_digest(self.model_dump(mode="json"))
+
+
+class SignedWaiver(BaseModel):
+    """A waiver with its SHA-256 and the performer's signature of it (a .sig body)."""
+
+    waiver: Waiver
+    sha256: str
+    signature: dict
 
 
 class GateRecord(BaseModel):

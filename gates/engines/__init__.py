@@ -14,6 +14,7 @@ from .installs import (
 )
 from .protocol import (
     ProtocolError,
+    kv_devices,
     run_arm_once,
     start_arm,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "engine_problems",
     "engine_site",
     "kv_bytes_per_token",
+    "kv_devices",
     "run_arm_once",
     "run_step",
     "server_command",

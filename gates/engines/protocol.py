@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
-from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size
+from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size, real_path
 from ..inference import (
     ArmProcess,
     AttributionError,
@@ -49,12 +49,20 @@ def start_arm(name: str, arm: Arm, log: Path, run_id: str,
 
 
 def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
-    """Block devices whose read bytes should rise in the probe: configured, or the kv_dir's."""
+    """Block devices whose read bytes should rise in the probe: configured, or the kv_dir's.
+
+    The kv_dir is judged where it really leads (`..` and links resolved); a launched arm's KV
+    directory that cannot be found is an error naming it, never a device-read signal dropped.
+    """
     if configured:
         return configured
-    if arm.kind != "launch" or arm.kv_dir is None or not arm.kv_dir.exists():
+    if arm.kind != "launch" or arm.kv_dir is None:
         return []  # an engine on another host reads from disks this host cannot see
-    st = os.stat(arm.kv_dir)
+    try:
+        st = os.stat(real_path(arm.kv_dir))
+    except OSError as exc:
+        raise ProtocolError(f"kv_dir {arm.kv_dir}: cannot find the block device whose reads "
+                            f"the proof watches: {exc.strerror or exc}") from None
     node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
     return [Path(os.path.realpath(node)).name] if node.exists() else []
 

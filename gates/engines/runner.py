@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..core import RequestRecord, Site, validate_arms
 from ..inference import ArmProcess, MachineReadings, Repetition
@@ -52,6 +53,18 @@ def arm_problem(site: Site, name: str, run: EngineRun, site_file: str) -> str:
     return ""
 
 
+class RunContext(Protocol):
+    """What a runner needs of the gate session (gates.session.GateSession is one)."""
+
+    run_id: str
+    evidence_dir: Path
+    store: Any  # .add_request(run_id, record): every request lands in the store as it ends
+
+    def add_evidence(self, path: Path) -> object: ...
+
+    def engine(self) -> EngineRun: ...
+
+
 @dataclass
 class ArmRunner:
     """An arm of a site for one gate: ``with`` it, then ``rep(c, r)`` per repetition.
@@ -73,6 +86,16 @@ class ArmRunner:
     output_tokens: int | None = None
     tag: str = ""
     kept: ArmProcess | None = field(default=None, init=False)
+
+    @classmethod
+    def of(cls, run: RunContext, site: Site, name: str, gate: str, machine: MachineReadings,
+           output_tokens: int | None = None, tag: str = "") -> ArmRunner:
+        """An arm of ``site`` as this run measures it: requests stored, logs kept as evidence."""
+        return cls(name=name, site=site, gate=gate, run_id=run.run_id,
+                   evidence_dir=run.evidence_dir, add_evidence=run.add_evidence,
+                   kv_bytes_per_token=kv_bytes_per_token(site, run.engine()), machine=machine,
+                   output_tokens=output_tokens, tag=tag,
+                   on_record=lambda rec: run.store.add_request(run.run_id, rec))
 
     @property
     def _kept_log(self) -> Path:

@@ -43,6 +43,7 @@ from .signing import (
     own_public,
     sig_path,
     statement,
+    strict_json,
     trusted_fingerprint,
     trusted_here,
     write_signature,
@@ -54,6 +55,7 @@ from .summary import (
     Summary,
     build_summary,
     recommend,
+    reissue_summary,
     summary_digest,
     write_summary,
 )
@@ -69,6 +71,12 @@ from .verification import (
     examine,
     record_digest,
     verify,
+)
+from .waivers import (
+    WaiverRefused,
+    check_waiver,
+    choose_deviation,
+    sign_waiver,
 )
 
 __all__ = [
@@ -95,9 +103,12 @@ __all__ = [
     "UNTRUSTED",
     "VERIFY_EXIT_TEXT",
     "Verification",
+    "WaiverRefused",
     "arm_row",
     "build_summary",
     "check_seal",
+    "check_waiver",
+    "choose_deviation",
     "configured_signer",
     "content_hash",
     "css_string",
@@ -113,12 +124,15 @@ __all__ = [
     "own_public",
     "recommend",
     "record_digest",
+    "reissue_summary",
     "render_html",
     "retest_rows",
     "seal",
     "seal_placeholder",
     "sig_path",
+    "sign_waiver",
     "statement",
+    "strict_json",
     "summary_digest",
     "trusted_fingerprint",
     "trusted_here",

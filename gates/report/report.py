@@ -128,11 +128,16 @@ def render_html(record: GateRecord, context: ReportContext, rule: str = "",
                          if k.startswith("engine")})
 
 
-def arm_row(name: str, arm: Arm) -> dict[str, str]:
-    """One arm as the report lists it: how it was reached, which engine, where its KV went."""
+def arm_row(name: str, arm: Arm, said: str = "") -> dict[str, str]:
+    """One arm as the report lists it: how it was reached, which engine, where its KV went.
+
+    The engine is what the arm's server said it is (``said``); an arm the gate never asked
+    shows the site file's `engine =`, marked as such.
+    """
     how = (f"launched: {' '.join(arm.command)}" if arm.kind == "launch"
            else f"endpoint: {', '.join(arm.urls)}")
-    return {"name": name, "engine": arm.engine, "model": arm.model or "—", "how": how,
+    engine = said or f"{arm.engine} (site file; the server was not asked)"
+    return {"name": name, "engine": engine, "model": arm.model or "—", "how": how,
             "kv_dir": str(arm.kv_dir) if arm.kv_dir else "none (recompute)"}
 
 
@@ -166,5 +171,5 @@ def write_reports(record: GateRecord, context: ReportContext, folder: Path,
     }
     if isinstance(key, Signer):
         files["sig"] = write_signature(files["json"], key, statement(
-            files["json"].name, body["record_sha256"], name, digest))
+            files["json"].name, body["record_sha256"], name, digest, decision_rule=rule))
     return files

@@ -32,6 +32,7 @@ PRIVATE_NAME, PUBLIC_NAME = "kvgate-ed25519.pem", "kvgate-ed25519.pub"
 TRUSTED_DIR = "trusted"  # public keys (*.pub) of other performers this machine trusts
 SIG_SUFFIX = ".sig"
 CONFIGURED = "configured"  # write_reports / write_summary: sign with the configured key, if any
+RULE_KEY = "decision_rule_sha256"  # a gate record's statement: the SHA-256 of its rule's text
 
 
 class SignatureProblem(Exception):
@@ -98,15 +99,46 @@ class Signer:
                 "signature": base64.b64encode(signature).decode()}
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: readers disagree on which value it holds."""
+
+
+def _refuse_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            # A first-wins reader and Python's last-wins parser would see two different files.
+            raise DuplicateKey(f"the key {key!r} appears twice in one object (readers differ on "
+                               "which value counts)")
+        seen[key] = value
+    return seen
+
+
+def strict_json(text: str):
+    """JSON as every reader sees it alike: an object naming one key twice is refused, by key."""
+    return json.loads(text, object_pairs_hook=_refuse_duplicates)
+
+
+def digest_text(text: str) -> str:
+    """SHA-256 of a text's UTF-8 bytes (the decision rule a signature covers)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def statement_bytes(statement: dict) -> bytes:
     """The exact bytes a signature covers: the statement as compact JSON with sorted keys."""
     return json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
 
 
-def statement(file: str, sha256: str, report: str, report_sha256: str) -> dict:
-    """What a signature vouches for: a JSON's canonical digest and its report's own SHA-256."""
-    return {"kind": KIND, "file": file, "sha256": sha256, "report": report,
-            "report_sha256": report_sha256}
+def statement(file: str, sha256: str, report: str, report_sha256: str,
+              decision_rule: str | None = None) -> dict:
+    """What a signature vouches for: a JSON's canonical digest and its report's own SHA-256.
+
+    A gate record's decision rule is written beside the record (its hash leaves it out), so
+    the statement names the rule's SHA-256 too: the rule a verdict was reached by is signed.
+    """
+    signed = {"kind": KIND, "file": file, "sha256": sha256, "report": report,
+              "report_sha256": report_sha256}
+    return signed | ({RULE_KEY: digest_text(decision_rule)} if decision_rule is not None else {})
 
 
 def sig_path(path: Path) -> Path:
@@ -122,11 +154,19 @@ def write_signature(path: Path, signer: Signer, signed: dict) -> Path:
 def read_signature(sig: Path) -> tuple[dict, PublicKey]:
     """(statement, signer) of a .sig file whose signature verifies; SignatureProblem if not."""
     try:
-        body = json.loads(sig.read_text(encoding="utf-8"))
+        body = strict_json(sig.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SignatureProblem(f"unreadable ({exc.__class__.__name__}: {exc})") from None
+    return check_signature(body)
+
+
+def check_signature(body: object) -> tuple[dict, PublicKey]:
+    """(statement, signer) of a signature body (a .sig file's, a waiver's) that verifies."""
+    try:
         signed, key = body["statement"], PublicKey(base64.b64decode(body["public_key"],
                                                                     validate=True))
         signature = base64.b64decode(body["signature"], validate=True)
-    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise SignatureProblem(f"unreadable ({exc.__class__.__name__}: {exc})") from None
     if body.get("algorithm") != ALGORITHM or len(key.raw) != 32 or not isinstance(signed, dict):
         raise SignatureProblem(f"not an {ALGORITHM} signature of a kvgate statement")

@@ -8,6 +8,7 @@ chain is read from the store (chain.py).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -16,13 +17,33 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from .. import __version__
-from ..core import GATE_TITLES, GATES, Outcome, json_digest, upstream_gate
+from ..core import (
+    BLOCKING,
+    GATE_TITLES,
+    GATES,
+    Outcome,
+    SignedWaiver,
+    deviation_kind,
+    json_digest,
+    upstream_gate,
+)
 from ..model import Catalog, CatalogError, load_catalog
 from ..store import Store, utc_now, write_new
 from .chain import ChainLink, chain_link, choose_records
 from .figures import CostSection, cost_section, model_facts
 from .sealing import content_hash, record_meta, seal, seal_placeholder
-from .signing import CONFIGURED, Signer, configured_signer, grouped, statement, write_signature
+from .signing import (
+    CONFIGURED,
+    SignatureProblem,
+    Signer,
+    configured_signer,
+    grouped,
+    read_signature,
+    sig_path,
+    statement,
+    strict_json,
+)
+from .waivers import waiver_for, waiver_problems
 
 ACCEPT, NOT_READY = "ACCEPT", "NOT READY FOR SIGN-OFF"
 SUMMARY_HASH_KEY = "summary_sha256"
@@ -31,11 +52,18 @@ ITEMS_TESTED = ("The results apply only to the items tested, in the configuratio
 
 
 class Deviation(BaseModel):
-    """A deviation a chain record carries; none can be closed yet, so every one is open."""
+    """A deviation a chain record carries, its class (gates.core.record) and its waiver."""
 
     gate: str
     run_id: str
     text: str
+    kind: str = BLOCKING  # deviation_kind(text): blocking, rehearsal or note
+    waiver: SignedWaiver | None = None  # a blocking one is open until waived
+
+    @property
+    def open(self) -> bool:
+        """Whether it keeps the summary from ACCEPT (a blocking deviation nobody waived)."""
+        return deviation_kind(self.text) == BLOCKING and self.waiver is None
 
 
 class Recommendation(BaseModel):
@@ -73,6 +101,8 @@ class Summary(BaseModel):
     banners: list[str]
     signer: SignerInfo | None = None  # None: unsigned
     statement: str = ITEMS_TESTED
+    revision: int = 1  # raised each time `kvgate waive` re-issues the summary
+    supersedes: str = ""  # the summary_sha256 of the revision this one replaced
 
 
 def rehearsal_reasons(link: ChainLink) -> list[str]:
@@ -93,8 +123,9 @@ def gate_reasons(link: ChainLink) -> list[str]:
         + rehearsal_reasons(link)
 
 
-def recommend(chain: list[ChainLink]) -> Recommendation:
-    """ACCEPT only when G1–G4 all PASS on real, full-length runs whose chain holds."""
+def recommend(chain: list[ChainLink], deviations: list[Deviation] = ()) -> Recommendation:
+    """ACCEPT only when G1–G4 all PASS on real, full-length runs whose chain holds, and no
+    deviation that can change a verdict's meaning is open (unwaived)."""
     present = {link.gate: link for link in chain}
     by_reason: dict[str, list[str]] = {}
     for gate in GATES:
@@ -102,7 +133,13 @@ def recommend(chain: list[ChainLink]) -> Recommendation:
         for reason in gate_reasons(link):
             by_reason.setdefault(reason, []).append(gate.upper())
     reasons = [f"{reason}: {', '.join(gates)}" for reason, gates in by_reason.items()]
+    reasons += [f"open deviation ({d.gate.upper()}, run {d.run_id}): {_short(d.text)} — re-run, "
+                "or waive it (kvgate waive)" for d in deviations if d.open]
     return Recommendation(status=NOT_READY if reasons else ACCEPT, reasons=reasons)
+
+
+def _short(text: str, most: int = 120) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def banners(chain: list[ChainLink], profile_description: str) -> list[str]:
@@ -140,13 +177,34 @@ def build_summary(store: Store, site: str, run_id: str, *,
     loaded, note = _catalog(catalog)
     cost = cost_section(array, loaded, note, {c.gate: c.key_figures for c in chain},
                         model_facts(records))
-    deviations = [Deviation(gate=g, run_id=r.run_id, text=d)
+    waivers = store.waivers()
+    deviations = [Deviation(gate=g, run_id=r.run_id, text=d, kind=deviation_kind(d),
+                            waiver=waiver_for(waivers, g, r.run_id, d))
                   for g, r in sorted(records.items()) if r for d in r.deviations]
-    return Summary(site=site, run_id=run_id, created=utc_now(), recommendation=recommend(chain),
+    return Summary(site=site, run_id=run_id, created=utc_now(),
+                   recommendation=recommend(chain, deviations),
                    chain=chain, cost=cost, deviations=deviations,
                    banners=banners(chain, profile_description),
                    signer=signer and SignerInfo(fingerprint=signer.public.fingerprint,
                                                 public_key=signer.public.text))
+
+
+def summary_findings(body: dict, carried) -> tuple[list[str], list[str]]:
+    """(problems, waiver signers) of a summary.json's content: every waiver holds and names a
+    deviation its record carries (``carried(run, gate)``: that record's deviations, or None),
+    and the recommendation is the one its own chain and deviations give."""
+    try:
+        summary = Summary.model_validate({k: v for k, v in body.items()
+                                          if k != SUMMARY_HASH_KEY})
+    except ValueError as exc:
+        return [f"not a kvgate summary ({str(exc).splitlines()[0]})"], []
+    problems, signers = waiver_problems(
+        [d.waiver for d in summary.deviations if d.waiver], carried)
+    due = recommend(summary.chain, summary.deviations)
+    if due != summary.recommendation:
+        problems.append(f"it recommends {summary.recommendation.status}, but its own chain and "
+                        f"deviations give {_short(due.text, 200)}")
+    return problems, signers
 
 
 def summary_digest(body: dict) -> str:
@@ -181,6 +239,53 @@ def render_summary(summary: Summary) -> str:
     return seal(html)[0]
 
 
+def _files(folder: Path, summary: Summary, key: Signer | None, write) -> dict[str, Path]:
+    text, html = summary_json(summary), render_summary(summary)
+    files = {"json": write(folder / "summary.json", text),
+             "html": write(folder / "summary.html", html)}
+    if key:
+        signed = statement("summary.json", json.loads(text)[SUMMARY_HASH_KEY], "summary.html",
+                           content_hash(html))
+        files["sig"] = write(sig_path(files["json"]), json.dumps(key.sign(signed), indent=2)
+                             + "\n")
+    return files
+
+
+def _replace(path: Path, text: str) -> Path:
+    """Write a file in place of its earlier revision, whole or not at all (rename)."""
+    fresh = path.with_name(path.name + ".new")
+    write_new(fresh, text)
+    os.replace(fresh, path)
+    return path
+
+
+def reissue_summary(store: Store, run_id: str, signer: Signer) -> tuple[Summary, dict]:
+    """summary.json/.html/.sig re-issued from the store (a waiver added), as the next revision.
+
+    The one file kvgate re-issues: the summary is a view of the records, which never change.
+    The revision it replaces must be intact (hash and signature); the new one names its hash
+    (supersedes) and keeps its cost section and banners, which no waiver changes.
+    """
+    folder = store.run_dir(run_id)
+    try:
+        old = strict_json((folder / "summary.json").read_text())
+        if summary_digest(old) != old.get(SUMMARY_HASH_KEY):
+            raise ValueError("it was altered (its SHA-256 no longer matches)")
+        if sig_path(folder / "summary.json").is_file():
+            signed, _ = read_signature(sig_path(folder / "summary.json"))
+            if signed.get("sha256") != old[SUMMARY_HASH_KEY]:
+                raise ValueError("its signature does not sign it")
+        previous = Summary.model_validate({k: v for k, v in old.items()
+                                           if k != SUMMARY_HASH_KEY})
+    except (OSError, ValueError, SignatureProblem) as exc:
+        raise ValueError(f"{folder / 'summary.json'}: not re-issued: {exc}") from None
+    fresh = build_summary(store, previous.site, run_id, signer=signer)
+    summary = fresh.model_copy(update={"cost": previous.cost, "banners": previous.banners,
+                                       "revision": previous.revision + 1,
+                                       "supersedes": old[SUMMARY_HASH_KEY]})
+    return summary, _files(folder, summary, signer, _replace)
+
+
 def write_summary(store: Store, site_name: str, run_id: str,
                   signer: Signer | None | str = CONFIGURED, **options) -> dict[str, Path]:
     """Write summary.html and summary.json (and .sig when signed); never overwrites one.
@@ -191,11 +296,4 @@ def write_summary(store: Store, site_name: str, run_id: str,
     key = configured_signer() if signer == CONFIGURED else signer
     key = key if isinstance(key, Signer) else None
     summary = build_summary(store, site_name, run_id, signer=key, **options)
-    folder = store.run_dir(run_id)
-    text, html = summary_json(summary), render_summary(summary)
-    files = {"json": write_new(folder / "summary.json", text),
-             "html": write_new(folder / "summary.html", html)}
-    if key:
-        files["sig"] = write_signature(files["json"], key, statement(
-            "summary.json", json.loads(text)[SUMMARY_HASH_KEY], "summary.html", content_hash(html)))
-    return files
+    return _files(store.run_dir(run_id), summary, key, write_new)

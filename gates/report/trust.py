@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .sealing import check_seal, content_hash, embedded_records
-from .signing import SignatureProblem, grouped, read_signature, sig_path
+from .signing import RULE_KEY, SignatureProblem, digest_text, grouped, read_signature, sig_path
 
 # `kvgate verify` exit codes; 2 and 3 keep the meanings `kvgate run` gives them (2: bad input).
 INTACT, ALTERED, BAD_INPUT, UNTRUSTED = 0, 1, 2, 4
@@ -49,8 +49,26 @@ def check_binding(path: Path, digest: str, root: Path | None) -> list[str]:
     return []
 
 
-def check_signed(path: Path, digest: str, root: Path | None) -> tuple[list[str], str | None]:
-    """(problems, signer's fingerprint; None unsigned, "" invalid) of a JSON, report and .sig."""
+def _rule_signed(path: Path, signed: dict, rule: object, root: Path | None) -> list[str]:
+    """A gate record's decision rule (outside its hash) must be the one its signature names."""
+    if not isinstance(rule, str):
+        return [f"{rel(path, root)}: has no decision_rule text for its signature to cover"]
+    if signed.get(RULE_KEY) is None:
+        return [f"{rel(path, root)}: its signature does not cover the decision rule (the rule "
+                "beside the record could have been rewritten after signing)"]
+    if signed[RULE_KEY] != digest_text(rule):
+        return [f"{rel(path, root)}: signature invalid: the decision rule was altered (it no "
+                f"longer hashes to the {str(signed[RULE_KEY])[:16]}… that was signed)"]
+    return []
+
+
+def check_signed(path: Path, digest: str, root: Path | None,
+                 rule: object = None) -> tuple[list[str], str | None]:
+    """(problems, signer's fingerprint; None unsigned, "" invalid) of a JSON, report and .sig.
+
+    rule: a gate record's decision_rule text, which its signature must cover (None for the
+    summary, whose digest covers all of it).
+    """
     problems = check_binding(path, digest, root)
     sig = sig_path(path)
     if not sig.is_file():
@@ -64,6 +82,8 @@ def check_signed(path: Path, digest: str, root: Path | None) -> tuple[list[str],
     if signed.get("sha256") != digest:
         problems.append(f"{rel(path, root)}: signature invalid: {sig.name} signs record "
                         f"{str(signed.get('sha256'))[:16]}…, the JSON is {digest[:16]}…")
+    if path.name != "summary.json":
+        problems += _rule_signed(path, signed, rule, root)
     name = str(signed.get("report") or "")
     if not name or Path(name).name != name:
         return problems + [f"{rel(sig, root)}: signs no report beside {path.name}"], key.fingerprint

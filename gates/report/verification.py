@@ -12,7 +12,6 @@ against the reader's keys by Verification.judge.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from pathlib import Path
@@ -21,7 +20,8 @@ from ..core import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
-from .summary import SUMMARY_HASH_KEY, summary_digest
+from .signing import DuplicateKey, strict_json
+from .summary import SUMMARY_HASH_KEY, summary_digest, summary_findings
 from .trust import Verification, check_signed, stray_signatures
 from .trust import rel as _name
 
@@ -37,7 +37,9 @@ def record_digest(body: dict) -> str:
 
 def _read(path: Path, root: Path | None = None) -> tuple[dict | None, str]:
     try:
-        body = json.loads(path.read_text())
+        body = strict_json(path.read_text())
+    except DuplicateKey as exc:
+        return None, f"{_name(path, root)}: refused: {exc}"
     except (OSError, ValueError) as exc:
         return None, f"{_name(path, root)}: unreadable ({exc})"
     if not isinstance(body, dict):
@@ -129,7 +131,18 @@ def check_summary(path: Path, root: Path | None = None) -> list[str]:
         if isinstance(link, dict) and link.get("run_id"):
             problems += _cited(path, root, str(link.get("gate")), str(link["run_id"]),
                                str(link.get("record_sha256")))
-    return problems
+    found, _ = summary_findings(body, _carried(path))
+    return problems + [f"{_name(path, root)}: {p}" for p in found]
+
+
+def _carried(summary: Path):
+    """carried(run, gate): the deviations of a record beside the summary's run, or None."""
+    def carried(run_id: str, gate: str) -> list[str] | None:
+        if Path(run_id).name != run_id or run_id in (".", ".."):
+            return None
+        body, _ = _read(summary.parent.parent / run_id / f"{gate}.json")
+        return list((body or {}).get("deviations") or []) if body is not None else None
+    return carried
 
 
 def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list[str]:
@@ -151,10 +164,15 @@ def check_signatures(paths: list[Path], root: Path | None) -> Verification:
         body, _ = _read(path)  # an unreadable JSON is named by check_record / check_summary
         if body is None:
             continue
-        digest = summary_digest(body) if path.name == "summary.json" else record_digest(body)
-        problems, signer = check_signed(path, digest, root)
+        summary = path.name == "summary.json"
+        digest = summary_digest(body) if summary else record_digest(body)
+        problems, signer = check_signed(path, digest, root,
+                                        None if summary else body.get("decision_rule"))
         found.problems += problems
         found.signers[_name(path, root)] = signer
+        if summary:  # each waiver inside it is signed by its performer too
+            for n, fp in enumerate(summary_findings(body, _carried(path))[1], 1):
+                found.signers[f"{_name(path, root)} waiver {n}"] = fp
     return found
 
 
@@ -166,6 +184,16 @@ def _signed(paths: list[Path], root: Path | None, missing: set[Path]) -> Verific
     return found
 
 
+def _summary_implied(folder: Path, records: list[Path], root: Path | None) -> list[str]:
+    """A run that wrote gate records wrote their procurement summary: its absence is named."""
+    summary = folder / "summary.json"
+    if not records or (summary.is_file() and not summary.is_symlink()):
+        return []
+    return [f"{_name(summary, root)}: missing (a run folder with gate records holds their "
+            "procurement summary, summary.json and summary.html: deleted, its recommendation "
+            "is gone with it)"]
+
+
 def check_run(folder: Path, root: Path) -> Verification:
     """Files checked, problems and signers for one run folder, names relative to root."""
     records = sorted(p for p in folder.glob(RECORDS) if p.is_file())
@@ -174,7 +202,7 @@ def check_run(folder: Path, root: Path) -> Verification:
     summary = [p for p in [folder / "summary.json"] if p.is_file()]
     problems = [p for f in records for p in check_record(f, root) + check_chain(f, root)]
     lacking, missing = check_implied(records + summary, root)
-    problems += lacking
+    problems += lacking + _summary_implied(folder, records, root)
     problems += [p for f in reports for p in check_report_seal(f, root)]
     problems += [p for f in summary for p in check_summary(f, root)]
     problems += stray_signatures(folder, root) + check_orphans(folder, root)

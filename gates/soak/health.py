@@ -1,8 +1,10 @@
 """G4 health collectors' common ground: the window context, the protocol, process and free space.
 
-Each collector returns one HealthReading per window; where it cannot apply it says NOT
-APPLICABLE with the reason. The kernel log, NVMe and fio verify collectors have modules of
-their own (kernel_log, nvme_health, fio_verify).
+Each collector returns one HealthReading per window; NOT APPLICABLE only for a fact of the
+site (no devices named, no fabric, an engine kvgate does not run), with the reason; a signal
+that could not be read (a tool missing, a permission refused) is an error reading naming it.
+The kernel log, NVMe and fio verify collectors have modules of their own (kernel_log,
+nvme_health, fio_verify).
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ class ProcessHealth(BaseCollector):
             fds = sum(p.num_fds() for p in tree)
         except psutil.NoSuchProcess:
             return HealthReading.failed(f"engine process {pid} is gone")
-        except psutil.AccessDenied as exc:
-            return HealthReading.not_applicable(f"no access to process {pid}: {exc}")
+        except psutil.AccessDenied as exc:  # the engine is there: could not measure
+            return HealthReading.failed(f"no permission to read the engine's process {pid} "
+                                        f"({exc}): run kvgate as the engine's user or as root")
         return HealthReading(values={"rss_bytes": float(rss), "open_files": float(fds),
                                      "processes": float(len(tree))})
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..storage import CommandRunner, ToolMissing
+from ..storage import CommandRunner, ToolMissing, install_hint
 from .health import MAX_DETAILS, BaseCollector, WindowContext
 from .rules import KERNEL, HealthReading
 
@@ -73,26 +74,44 @@ def hits_reading(hits: list[KernelHit]) -> HealthReading:
                          details=[h.line for h in hits[:MAX_DETAILS]])
 
 
+RESTRICT = Path("/proc/sys/kernel/dmesg_restrict")
+
+
+def _restricted(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
 class KernelLog(BaseCollector):
-    """Scans ``dmesg --time-format=iso`` for the window (since the last committed window)."""
+    """Scans ``dmesg --time-format=iso`` for the window (since the last committed window).
+
+    Every host has a kernel log: one kvgate cannot read is an ERROR naming the package or
+    the permission, never NOT APPLICABLE.
+    """
 
     name = KERNEL
 
     def __init__(self, runner: CommandRunner, devices: Sequence[str] = (),
-                 argv: Sequence[str] = ("dmesg", "--time-format=iso")):
+                 argv: Sequence[str] = ("dmesg", "--time-format=iso"),
+                 restrict: Path = RESTRICT):
         self.runner, self.devices, self.argv = runner, tuple(devices), list(argv)
+        self.restrict = restrict
 
     def collect(self, ctx: WindowContext) -> HealthReading:
-        """The window's storage errors; N/A where the kernel log cannot be read."""
+        """The window's storage errors; an error reading where the kernel log is refused."""
         try:
             done = self.runner.run(self.argv, timeout=30)
         except ToolMissing as exc:
-            return HealthReading.not_applicable(f"no kernel log reader: {exc}")
+            return HealthReading.failed(f"the kernel log cannot be read: {exc} "
+                                        f"({install_hint('dmesg')})")
         if done.returncode != 0:
             why = (done.stderr.strip() or f"exit {done.returncode}").splitlines()[-1]
-            return HealthReading.not_applicable(
-                f"`{' '.join(self.argv)}` failed: {why} (in a container, or "
-                "kernel.dmesg_restrict=1 without root)")
+            return HealthReading.failed(
+                f"the kernel log cannot be read: `{' '.join(self.argv)}` failed: {why} "
+                f"(kernel.dmesg_restrict = {_restricted(self.restrict)}: reading it needs root "
+                "or CAP_SYSLOG; in a container, the host's permission to read it)")
         hits = [h for h in scan_kernel_log(done.stdout, self.devices)
                 if h.t is not None and ctx.since < h.t <= ctx.end]
         return hits_reading(hits)

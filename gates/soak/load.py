@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..core import RequestRecord
-from ..inference import Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
+from ..inference import (
+    Endpoint,
+    LoadSettings,
+    Plan,
+    PlannedRequest,
+    Pool,
+    ServerIdentity,
+    send,
+    server_identity,
+)
 
 
 class LoadDriver(Protocol):
@@ -28,6 +37,12 @@ class EndpointLoad:
         self.endpoints, self.settings = list(endpoints), settings
         self.plans = plans if callable(plans) else (lambda cycle: plans)
         self.cycle, self.queue = 0, []
+
+    def identity(self) -> ServerIdentity:
+        """What the soak's server says it is (its own word, never the site file's engine =)."""
+        first = self.endpoints[0]
+        key = first.api_key.get_secret_value() if first.api_key else ""
+        return asyncio.run(server_identity(first.url, key))
 
     def _next_session(self) -> list[PlannedRequest]:
         if not self.queue:

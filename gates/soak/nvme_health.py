@@ -9,12 +9,18 @@ from ..storage import (
     ParseError,
     ToolMissing,
     as_int,
+    install_hint,
     json_document,
     parse_list_subsys,
     parse_smart_log,
 )
 from .health import BaseCollector, WindowContext
 from .rules import PATHS, SMART, HealthReading
+
+
+def missing_nvme_cli(exc: ToolMissing, what: str) -> str:
+    """The ERROR reason when nvme-cli is absent: what could not be read, and what to install."""
+    return f"nvme-cli is not installed ({exc}), so {what} cannot be read: {install_hint('nvme')}"
 
 
 def smart_totals(texts: dict[str, str]) -> dict[str, float]:
@@ -62,13 +68,14 @@ class Smart(BaseCollector):
 
     def collect(self, ctx: WindowContext) -> HealthReading:
         """Totals now and their change since the previous snapshot."""
-        if not self.devices:
+        if not self.devices:  # a fact of the site: nothing named to read
             return HealthReading.not_applicable("no NVMe devices named for the target "
                                                 "(site.toml [topology] devices)")
         try:
             now = self._snapshot()
-        except ToolMissing as exc:
-            return HealthReading.not_applicable(f"nvme-cli is not installed: {exc}")
+        except ToolMissing as exc:  # the devices are there; the tool is not: could not measure
+            return HealthReading.failed(missing_nvme_cli(exc, f"the SMART logs of "
+                                                         f"{', '.join(self.devices)}"))
         except ParseError as exc:
             return HealthReading.failed(str(exc))
         before = self.previous or now
@@ -84,32 +91,39 @@ FABRICS = ("tcp", "rdma", "fc")
 
 
 class NvmePaths(BaseCollector):
-    """NVMe-oF paths (tcp, rdma, fc) from ``nvme list-subsys``: how many are live."""
+    """NVMe-oF paths (tcp, rdma, fc) from ``nvme list-subsys``: how many are live.
+
+    Whether there are paths to watch is the site's topology ([topology] transport), never
+    what one host happens to show: a fabric site with no path connected has every path down.
+    """
 
     name = PATHS
 
-    def __init__(self, runner: CommandRunner):
-        self.runner = runner
+    def __init__(self, runner: CommandRunner, transport: str):
+        self.runner, self.transport = runner, transport
 
     def collect(self, ctx: WindowContext) -> HealthReading:
-        """Live and total fabrics paths; N/A on a host with none."""
+        """Live and total fabrics paths; N/A where the topology has no NVMe over Fabrics."""
+        if self.transport not in ("tcp", "rdma"):
+            return HealthReading.not_applicable(
+                f"no NVMe over Fabrics in the topology (site.toml [topology] transport = "
+                f"{self.transport!r})")
         argv = ["nvme", "list-subsys", "-o", "json"]
         try:
             done = self.runner.run(argv, timeout=30)
-            if done.returncode != 0 and "No such file or directory" in done.stderr:
-                # nvme-cli 2.x on a host without /sys/class/nvme-subsystem: nothing to watch.
-                return HealthReading.not_applicable(f"no NVMe subsystems on this host "
-                                                    f"({done.stderr.strip()})")
-            paths = [p for s in parse_list_subsys(done.stdout) for p in s.paths
-                     if p.transport in FABRICS]
+            # nvme-cli 2.x on a host without /sys/class/nvme-subsystem: no path at all.
+            none = done.returncode != 0 and "No such file or directory" in done.stderr
+            paths = [] if none else [p for s in parse_list_subsys(done.stdout)
+                                     for p in s.paths if p.transport in FABRICS]
         except ToolMissing as exc:
-            return HealthReading.not_applicable(f"nvme-cli is not installed: {exc}")
+            return HealthReading.failed(missing_nvme_cli(exc, "the NVMe-oF paths"))
         except ParseError as exc:
             return HealthReading.failed(str(exc))
-        if not paths:
-            return HealthReading.not_applicable("no NVMe-oF paths (tcp, rdma, fc) on this host")
         down = [f"{p.name} ({p.transport} {p.address}): {p.state}" for p in paths
                 if p.state != "live"]
+        if not paths:
+            down = [f"no NVMe-oF path is connected, though [topology] transport = "
+                    f"{self.transport!r}"]
         return HealthReading(status="alert" if down else "ok", details=down,
-                             values={"live": float(len(paths) - len(down)),
+                             values={"live": float(len(paths) - len(down) if paths else 0),
                                      "total": float(len(paths))})

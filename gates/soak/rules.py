@@ -251,7 +251,8 @@ def paths_live(windows: list[WindowRecord]) -> Measurement:
     if (early := _unmeasured(name, pairs, "NVMe-oF path")) is not None:
         return early
     down = [w.index for w, r in pairs if r.status in ("ok", "alert")
-            and r.values.get("live", 0) < r.values.get("total", 0)]
+            and (r.values.get("live", 0) < r.values.get("total", 0)
+                 or not r.values.get("total", 0))]
     return Measurement.measured(name, len(down), Limit.at_most(0, "windows"),
                                 evidence=[f"a path was down in windows {down[:20]}"] if down
                                 else _gaps_in("NVMe-oF paths", pairs))

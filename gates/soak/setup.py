@@ -70,11 +70,12 @@ def soak_load(site: Site, endpoints: list[Endpoint], concurrency: int) -> Endpoi
 
 
 def collectors(site: Site, runner: CommandRunner, pid: Callable[[], int | None]) -> list:
-    """Every health signal the site allows; the others say NOT APPLICABLE by themselves."""
+    """Every health signal; those the site's topology rules out say NOT APPLICABLE."""
     verify_dir: Path = site.target.directory / VERIFY_DIR
     verify_dir.mkdir(exist_ok=True)
     devices = site.topology.devices
-    return [KernelLog(runner, devices), Smart(runner, devices), NvmePaths(runner),
+    return [KernelLog(runner, devices), Smart(runner, devices),
+            NvmePaths(runner, site.topology.transport),
             FioVerify(runner, verify_dir, size=site.soak.verify_size,
                       rate=f"{int(site.soak.verify_rate)}", ioengine=site.fio.ioengine,
                       direct=site.fio.direct, binary=site.fio.binary),

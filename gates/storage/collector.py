@@ -23,7 +23,7 @@ TIMEOUT = 30.0
 PACKAGES = {
     "mdadm": "mdadm", "nvme": "nvme-cli", "rdma": "iproute2 (Debian: apt-get install iproute2; "
     "RHEL: dnf install iproute)", "xfs_info": "xfsprogs", "findmnt": "util-linux",
-    "lsblk": "util-linux",
+    "lsblk": "util-linux", "dmesg": "util-linux",
 }
 
 

@@ -9,7 +9,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import Target, format_size
+from ..core import Target, format_size, real_path
 
 
 class TargetError(Exception):
@@ -101,7 +101,7 @@ def check_directory(target: Target, needed: int, ours: set[str]) -> Path:
 
 def foreign_filesystem(path: Path, target: Path) -> str:
     """Why path is not on the target's filesystem ("" when it is): the KV must live there."""
-    existing = path
+    existing = path = real_path(path)  # "kv/x/../y" is kv/y, wherever x leads
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent  # a kv_dir kvgate will create: judge the folder it goes in
     try:

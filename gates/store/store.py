@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core import GateRecord, Measurement, RequestRecord
+from ..core import GateRecord, Measurement, RequestRecord, SignedWaiver
 
 DB_NAME = "kvgate.sqlite"
 
@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS gate_records (
 CREATE TABLE IF NOT EXISTS evidence (
     run_id TEXT NOT NULL REFERENCES runs, path TEXT NOT NULL, sha256 TEXT NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (run_id, path));
+CREATE TABLE IF NOT EXISTS waivers (
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, gate TEXT NOT NULL, deviation TEXT NOT NULL,
+    body TEXT NOT NULL, created TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs, phase TEXT NOT NULL,
     outcome TEXT NOT NULL, body TEXT NOT NULL);
@@ -257,3 +260,15 @@ class Store:
         row = self.db.execute("SELECT body, sha256 FROM gate_records WHERE gate = ? AND "
                               "site = ? ORDER BY id DESC LIMIT 1", (gate, site)).fetchone()
         return (GateRecord.model_validate_json(row["body"]), row["sha256"]) if row else None
+
+    def add_waiver(self, signed: SignedWaiver) -> None:
+        """Store a signed waiver of one record's deviation; waivers are added, never changed."""
+        w = signed.waiver
+        self.db.execute("INSERT INTO waivers (run_id, gate, deviation, body, created) VALUES "
+                        "(?,?,?,?,?)", (w.run_id, w.gate, w.deviation, signed.model_dump_json(),
+                                        utc_now()))
+
+    def waivers(self) -> list[SignedWaiver]:
+        """Every stored waiver, oldest first."""
+        rows = self.db.execute("SELECT body FROM waivers ORDER BY id")
+        return [SignedWaiver.model_validate_json(r["body"]) for r in rows]

@@ -1,0 +1,96 @@
+"""Waivers: a named person's signed decision that an open deviation leaves a verdict's meaning.
+
+ACCEPT means nothing is open: every deviation that can change what a verdict means (the
+classes of gates.core.record.DEVIATION_KINDS) blocks it until the performer re-runs, or a named
+person waives it with a reason (`kvgate waive`). A waiver names the deviation by its record
+(run, gate) and its whole text, is signed with the performer's key like the records, is kept
+in the store's waivers table, and travels inside summary.json, where `kvgate verify` checks
+its hash, its signature, and that the record it names carries that deviation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..core import BLOCKING, REHEARSAL, SignedWaiver, Waiver, deviation_kind
+from .signing import SignatureProblem, Signer, check_signature
+
+WAIVER_KIND = "kvgate waiver"
+
+
+class WaiverRefused(Exception):
+    """A waiver that cannot be given: the message says why and what is open."""
+
+
+def sign_waiver(waiver: Waiver, signer: Signer) -> SignedWaiver:
+    """The waiver signed with the performer's key: its SHA-256 is what the signature covers."""
+    digest = waiver.sha256()
+    return SignedWaiver(waiver=waiver, sha256=digest,
+                        signature=signer.sign({"kind": WAIVER_KIND, "sha256": digest}))
+
+
+def check_waiver(signed: SignedWaiver) -> tuple[str, str]:
+    """(problem, signer's fingerprint) of a signed waiver; problem "" when it holds."""
+    if signed.waiver.sha256() != signed.sha256:
+        return (f"the waiver was altered (its SHA-256 no longer matches "
+                f"{signed.sha256[:16]}…)"), ""
+    try:
+        statement, key = check_signature(signed.signature)
+    except SignatureProblem as exc:
+        return f"its signature: {exc}", ""
+    if statement.get("kind") != WAIVER_KIND or statement.get("sha256") != signed.sha256:
+        return "its signature signs another statement than this waiver", key.fingerprint
+    return "", key.fingerprint
+
+
+def waiver_for(waivers: Sequence[SignedWaiver], gate: str, run_id: str,
+               text: str) -> SignedWaiver | None:
+    """The first waiver of exactly this deviation of this record, if any."""
+    return next((w for w in waivers if (w.waiver.gate, w.waiver.run_id, w.waiver.deviation)
+                 == (gate, run_id, text)), None)
+
+
+def choose_deviation(deviations: Sequence, wanted: str, gate: str = ""):
+    """The one open, waivable deviation that `wanted` names (its text, or how it begins)."""
+    mine = [d for d in deviations if not gate or d.gate == gate]
+    named = [d for d in mine if d.text == wanted] or [d for d in mine
+                                                      if d.text.startswith(wanted)]
+    if not named:
+        raise WaiverRefused(f"no deviation reads {wanted!r}{f' in {gate.upper()}' if gate else ''};"
+                            + _open_list(deviations))
+    waivable = [d for d in named if deviation_kind(d.text) == BLOCKING and d.waiver is None]
+    if not waivable:
+        d = named[0]
+        why = ("is a rehearsal mark: no waiver turns it into a sign-off (re-run for real)"
+               if deviation_kind(d.text) == REHEARSAL else "is already waived"
+               if d.waiver is not None else "is a note: it does not block ACCEPT")
+        raise WaiverRefused(f"{d.gate.upper()} deviation {d.text!r} {why}")
+    if len(waivable) > 1:
+        raise WaiverRefused(f"{wanted!r} names {len(waivable)} open deviations: give more of "
+                            "the text, or --gate;" + _open_list(waivable))
+    return waivable[0]
+
+
+def _open_list(deviations: Sequence) -> str:
+    open_ = [d for d in deviations if deviation_kind(d.text) == BLOCKING and d.waiver is None]
+    if not open_:
+        return " nothing is open"
+    return " open: " + "; ".join(f"{d.gate.upper()} (run {d.run_id}): {d.text!r}" for d in open_)
+
+
+def waiver_problems(waivers: Sequence[SignedWaiver],
+                    carried: Callable[[str, str], list[str] | None]) -> tuple[list[str], list[str]]:
+    """(problems, signer fingerprints) of a summary's waivers; ``carried(run, gate)`` is the
+    deviations of the record a waiver names, or None when that record is not there."""
+    problems, signers = [], []
+    for n, signed in enumerate(waivers, 1):
+        w = signed.waiver
+        problem, fingerprint = check_waiver(signed)
+        signers.append(fingerprint)
+        if problem:
+            problems.append(f"waiver {n} ({w.gate.upper()}, by {w.by}): {problem}")
+        deviations = carried(w.run_id, w.gate)
+        if deviations is not None and w.deviation not in deviations:
+            problems.append(f"waiver {n} ({w.gate.upper()}, by {w.by}): the {w.gate} record of "
+                            f"run {w.run_id} carries no deviation {w.deviation!r}")
+    return problems, signers

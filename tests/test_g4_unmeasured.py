@@ -1,0 +1,118 @@
+"""Issue #25 items 13 and 15: a G4 that could not measure is ERROR; its engine is what answered.
+
+`kvgate run g4` for real in a child process: a launched simulator on a passing G3 record, a
+site that names an NVMe device, and a PATH without nvme-cli (only fio and dmesg on it). Before
+the fix SMART became NOT APPLICABLE ("nvme-cli is not installed"), which the verdict ignores;
+now G4 is ERROR naming nvme-cli. The candidate's site entry says `engine = "vllm"`: the label
+"simulated engine" and the arms table's Engine column come from what the server said.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _chain import SITE, add_gate, m, open_run
+
+from gates.core import Limit
+from gates.store import Store
+
+SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
+
+
+def site_text(target: Path) -> str:
+    return f"""
+[site]
+name = "{SITE}"
+[target]
+directory = "{target}"
+create = true
+[fio]
+file_size = "16MiB"
+[topology]
+devices = ["/dev/nvme0n1"]
+[soak]
+sessions = 2
+turns = 2
+first_tokens = 128
+turn_tokens = 16
+output_tokens = 8
+verify_size = "4MiB"
+[arms.candidate]
+kind = "launch"
+engine = "vllm"
+model = "kvgate-sim-tiny"
+startup_timeout = "60s"
+stop_timeout = "10s"
+command = {SIM}, "--kv-dir", "{{kv_dir}}"]
+kv_dir = "{target}/kv-candidate"
+"""
+
+
+def passing_g3(out: Path) -> None:
+    """A G3 that passed, with the repetitions G4 takes its operating point from."""
+    with Store(out) as store:
+        folder = open_run(store, "g3-run")
+        reps = folder / "evidence" / "g3-candidate-repetitions.json"
+        reps.write_text(json.dumps([{"arm": "candidate", "concurrency": 2, "repetition": r,
+                                     "ttfts": [0.1], "output_throughput": 1.0, "sent": 4,
+                                     "errors": 0} for r in range(2)]))
+        store.add_evidence("g3-run", reps)
+        record, _ = add_gate(store, "g3-run", "g3", measurements=[
+            m("g3.ttft_p50_reduction", 60, Limit.at_least(30, "%"), 2)])
+    assert record.verdict.value == "PASS"
+
+
+def bare_path(folder: Path) -> str:
+    """A PATH holding fio and dmesg and nothing else: no nvme-cli, whatever the host has."""
+    folder.mkdir()
+    for tool in ("fio", "dmesg"):
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed")
+        (folder / tool).symlink_to(found)
+    return str(folder)
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_g4_without_nvme_cli_with_devices_named_is_error_naming_nvme_cli(tmp_path, repo):
+    (tmp_path / "site.toml").write_text(site_text(tmp_path / "target"))
+    (tmp_path / "target").mkdir()
+    # A few seconds of soak cannot hold a drift limit meant for hours: relaxed, so that only
+    # what could not be measured decides (a FAIL would outrank the ERROR under test).
+    thresholds = (repo / "thresholds.toml").read_text()
+    assert 'ttft_drift_max = "10 %"' in thresholds
+    (tmp_path / "thresholds.toml").write_text(
+        thresholds.replace('ttft_drift_max = "10 %"', 'ttft_drift_max = "1000 %"'))
+    passing_g3(tmp_path / "out")
+    env = os.environ | {"PATH": bare_path(tmp_path / "bin")}
+    done = subprocess.run(
+        [sys.executable, "-m", "gates.cli", "run", "g4", "--site", "site.toml", "--thresholds",
+         "thresholds.toml", "--out", "out", "--soak-duration", "4s", "--soak-window", "2s"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    [path] = (tmp_path / "out").glob("*/g4.json")
+    g4 = json.loads(path.read_text())
+    assert done.returncode == 2 and g4["verdict"] == "ERROR", done.stdout + done.stderr
+    by_id = {x["id"]: x for x in g4["measurements"] if x.get("id")}
+    for id in ("g4.media_errors", "g4.critical_warnings"):
+        assert by_id[id]["outcome"] == "ERROR"
+        assert "nvme-cli is not installed" in by_id[id]["note"]
+        assert "apt-get install nvme-cli" in by_id[id]["note"]
+    assert by_id["g4.paths_live"]["outcome"] == "NOT APPLICABLE"  # transport "local": a fact
+    assert by_id["g4.request_errors"]["outcome"] == "PASS"  # the soak itself ran
+    assert not [x for x in g4["measurements"] if x["outcome"] == "FAIL"]
+    # Two windows are too few for the SNIA rules (ERROR, saying so); nothing else is unmeasured.
+    assert {i for i, x in by_id.items() if x["outcome"] == "ERROR"} <= {
+        "g4.media_errors", "g4.critical_warnings", "g4.window_spread", "g4.window_slope",
+        "g4.kernel_errors"}  # the kernel log, where this machine refuses dmesg to non-root
+    if by_id["g4.kernel_errors"]["outcome"] == "ERROR":
+        assert "kernel.dmesg_restrict" in by_id["g4.kernel_errors"]["note"]
+    # The server said it is kvgate's simulator, whatever the site file's engine = "vllm" says.
+    assert any(d.startswith("simulated engine: the arms candidate run kvgate's reference")
+               for d in g4["deviations"]), g4["deviations"]
+    html = path.with_suffix(".html").read_text()
+    assert "kvgate-sim (X-KVGate-Simulator header)" in html
+    assert "vllm (site file" not in html
