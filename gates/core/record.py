@@ -26,6 +26,8 @@ DEVIATION_KINDS = (
     ("limits changed since", BLOCKING, "thresholds.toml differs from the upstream gate's"),
     ("site changed since", BLOCKING, "the target, an arm or the eviction differs upstream"),
     ("baseline may be starved", BLOCKING, "other processes took the G2 baseline's CPU"),
+    ("G3's baseline moved from G2's", BLOCKING,
+     "G3's control baseline is not the baseline G2 qualified"),
     ("other I/O on the target's device", BLOCKING, "G1 saw I/O that fio did not do"),
     ("other processes' I/O on the target was not watched", BLOCKING,
      "G1 could not watch the target's device"),
