@@ -103,3 +103,16 @@ def test_a_moved_baseline_is_a_deviation_naming_both_figures():
     assert text.startswith("G3's baseline moved from G2's at concurrency 8: TTFT p50 2.5 s in "
                            "G3 against 2 s in G2 (+25.0 %, g3.baseline_shift_max 10 %)")
     assert baseline_shift(8, g2, g2, LIMITS, G2Limits()) == []
+
+
+def test_the_g3_report_states_the_design_in_its_decision_rule():
+    from gates.core import GateRecord
+    from gates.report import decision_rule
+
+    record = GateRecord(gate="g3", run_id="r", site="s", started="t",
+                        facts={"comparison design": design_text(LIMITS, DECISION)})
+    rule = decision_rule(record, "point", 0.95, 0.0)
+    assert "Comparison (G3): Requests queued behind each other" in rule
+    assert "at most 2.5 %" in rule
+    assert "Comparison" not in decision_rule(record.model_copy(update={"facts": {}}),
+                                             "point", 0.95, 0.0)

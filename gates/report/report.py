@@ -49,7 +49,14 @@ def decision_rule(record: GateRecord, statistic: str, confidence: float,
         "waiver. The gate PASSES only if at least one measurement was taken and every "
         "applicable measurement passed; any FAIL makes it FAIL; otherwise any ERROR (not "
         "measured) makes it ERROR, any BLOCKED makes it BLOCKED. NOT APPLICABLE checks do not "
-        "count either way.")
+        "count either way." + _design(record))
+
+
+def _design(record: GateRecord) -> str:
+    # G3's comparison is a design, not a formula: its record says which (the fact the G3
+    # suite writes), and the rule a reader audits includes its stopping rule and risk.
+    design = record.facts.get("comparison design", "")
+    return f" Comparison (G3): {design}" if design else ""
 
 
 def format_value(m: Measurement) -> str:
