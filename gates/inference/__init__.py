@@ -2,7 +2,7 @@
 (attribution), launched engines and KV directories, and the G2/G3 rules."""
 
 from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
-from .attribution import StorageAttribution, attribute, detect_engine
+from .attribution import PROOF_QUANTITIES, StorageAttribution, attribute, detect_engine, families
 from .chunks import DONE, StreamChunk, Usage, classify
 from .collector import FREEZE_EVERY, heap_set_aside
 from .controls import restore_physics, working_set
@@ -56,7 +56,9 @@ from .loadgen import (
 )
 from .metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, stats, summarize, tpot, ttft
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
+from .pairing import Pairing, PairingError, canonical
 from .phases import (
+    TARGET_LABEL,
     ColdRecovery,
     HttpMetrics,
     MetricsSource,
@@ -67,20 +69,31 @@ from .phases import (
     settle,
 )
 from .pool import Pool
+from .probe import ProbeEvidence, ProofContext
 from .process import ArmProcess, HealthProbe, free_port, http_status, port_taken
-from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, add_up, parse_metrics
+from .promtext import (
+    MAX_EXPOSITION,
+    MetricSet,
+    MetricsParseError,
+    Sample,
+    add_up,
+    is_openmetrics,
+    merge_targets,
+    parse_metrics,
+)
 from .proof import (
-    ProbeEvidence,
-    ProofContext,
     engine_evidence,
+    labelled_ranks,
     probe_chain,
     recompute_row,
     series_label,
 )
 from .repetitions import Repetition, repetition
+from .rules import Unclassified
 from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
 from .sse import SSEDecoder, SSEEvent, SSEProtocolError
 from .stream import STAMP, ResponseStream
+from .tiers import TIERS, tier_class
 from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
 from .workloads import (
     EVICT,
@@ -129,13 +142,16 @@ __all__ = [
     "LoadSummary",
     "LoopLagMonitor",
     "MARKER",
+    "MAX_EXPOSITION",
     "MOONCAKE_BLOCK",
     "MetricSet",
-    "MetricsMismatch",
     "MetricsParseError",
     "MetricsSource",
     "PROBE",
     "PROOF_FAILED",
+    "PROOF_QUANTITIES",
+    "Pairing",
+    "PairingError",
     "PhaseError",
     "Plan",
     "PlannedLike",
@@ -171,12 +187,16 @@ __all__ = [
     "StorageSnapshot",
     "StreamChunk",
     "SysfsCounters",
+    "TARGET_LABEL",
+    "TIERS",
+    "Unclassified",
     "Usage",
     "WARMUP",
     "WorkloadError",
     "add_up",
     "attribute",
     "block_tokens",
+    "canonical",
     "chain_measurement",
     "chunk_gaps",
     "classify",
@@ -193,6 +213,7 @@ __all__ = [
     "engine_evidence",
     "evict",
     "evidence_table",
+    "families",
     "free_port",
     "g2_measurements",
     "g3_chains",
@@ -200,9 +221,12 @@ __all__ = [
     "heap_set_aside",
     "http_status",
     "identify",
+    "is_openmetrics",
     "judge_chain",
     "judge_self_check",
+    "labelled_ranks",
     "level_chain",
+    "merge_targets",
     "mooncake_replay",
     "multi_turn",
     "parse_metrics",
@@ -235,6 +259,7 @@ __all__ = [
     "storage_reads",
     "stored_bytes",
     "summarize",
+    "tier_class",
     "tpot",
     "tree_read_bytes",
     "ttft",
