@@ -133,16 +133,16 @@ def answer(r: Rule, p: Pairing, worst: bool = False) -> Found | None:
 
     worst: shard ranks give their largest value (failures: the worst rank), not the least."""
     present = _classified(r, p, _matching(p.after.samples, r.pattern, r.labels), True)
-    if not present:
-        return None
-    if r.unless and any(p.delta(s, r.lazy) > 0 for s in
-                        _matching(p.after.samples, r.pattern, r.unless)):
-        return None
     was = [] if p.before is None else \
         _classified(r, p, _matching(p.before.samples, r.pattern, r.labels), False)
-    if gone := p.vanished(present, was):
+    if not present and not was:
+        return None
+    if present and r.unless and any(p.delta(s, r.lazy) > 0 for s in
+                                    _matching(p.after.samples, r.pattern, r.unless)):
+        return None
+    values = [p.delta(s, r.lazy) for s in present]  # an unpairable one names itself first
+    if gone := p.vanished(present, was):  # even all of them: never "not exposed" instead
         raise PairingError(f"{gone[0]} is in the before scrape but not in the after scrape")
-    values = [p.delta(s, r.lazy) for s in present]
     names = (*r.shard, *r.split)
     _unknown_labels(r, present, names)
     found = Found(value=add_up(values), series=[s.key for s in present], caveat=r.caveat)
