@@ -36,6 +36,9 @@ _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # The most text one exposition may hold (characters, ~ bytes): engines serve well under 1 MiB
 # (a DP-8 vLLM with every histogram: a few MiB); above this it is refused, naming the limit.
 MAX_EXPOSITION = 64 * 2**20
+# The most series one scrape may keep (those of the families a reader keeps, or all): an engine
+# serves a few thousand; memory grows with the series kept (bench/parse_memory.py measures it).
+MAX_SERIES = 100_000
 
 
 class MetricsParseError(ValueError):
@@ -149,6 +152,9 @@ class _Lines:
                 if self.family and not self.keep(self.family):
                     continue
                 self.samples.append((n, self.line))
+                if len(self.samples) > MAX_SERIES:
+                    raise self.error(f"more than {MAX_SERIES:,} series in the families kept, "
+                                     "the most kvgate reads from one scrape")
             yield raw
 
     def error(self, message: str) -> MetricsParseError:
