@@ -88,7 +88,7 @@ from .proof import (
     recompute_row,
     series_label,
 )
-from .repetitions import Repetition, repetition
+from .repetitions import Repetition, probe_evidence, repetition
 from .rules import Unclassified
 from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
 from .sse import SSEDecoder, SSEEvent, SSEProtocolError
@@ -235,6 +235,7 @@ __all__ = [
     "port_taken",
     "prepare_kv_dir",
     "probe_chain",
+    "probe_evidence",
     "process_reads",
     "read_bytes_delta",
     "recompute_row",
