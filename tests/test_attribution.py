@@ -123,8 +123,12 @@ def test_dynamo_kvbm_with_its_frontend_block_size_from_the_scrape():
     assert "#15079" in a.caveats["storage_read_tokens"]
     assert (a.prompt_tokens, a.cached_tokens, a.recomputed_tokens) == (8256, PROBE, 64)
     assert a.storage_read_failures == 0
-    # The site's block size wins over the frontend's.
-    assert attribute("dynamo-kvbm", before, after, block_tokens=32).storage_read_tokens == 512 * 32
+    # A block size the site gives that the engine contradicts is an error, not a choice.
+    wrong = attribute("dynamo-kvbm", before, after, block_tokens=32)
+    assert wrong.storage_read_tokens is None
+    assert "contradicts the engine's own dynamo_frontend_model_kv_cache_block_size = 16" in \
+        wrong.errors["storage_read_tokens"]
+    assert attribute("dynamo-kvbm", before, after, block_tokens=16).storage_read_tokens == 8192
 
 
 def test_kvbm_alone_without_a_block_size_falls_back_to_matched_tokens():
@@ -227,13 +231,23 @@ def test_vllm_native_tiering_failures_are_counted():
     assert a.storage_read_failures == 3
 
 
-def test_a_counter_reset_is_reported():
+def test_a_counter_reset_is_an_error_of_its_quantity_not_its_new_value():
+    # Issue #25 item 2: 500 -> 40 used to count as 40 (PromQL's increase()), noted nowhere.
     before = parse_metrics("# TYPE kvgate_sim_prompt_tokens_total counter\n"
                            "kvgate_sim_prompt_tokens_total 500\n")
     after = parse_metrics("# TYPE kvgate_sim_prompt_tokens_total counter\n"
                           "kvgate_sim_prompt_tokens_total 40\n")
     a = attribute("kvgate-sim", before, after)
-    assert a.prompt_tokens == 40 and a.resets == ["kvgate_sim_prompt_tokens_total"]
+    assert a.prompt_tokens is None and "prompt_tokens" in a.unknown
+    assert a.errors["prompt_tokens"].startswith("kvgate_sim_prompt_tokens_total fell from 500 "
+                                                "to 40 between the scrapes")
+
+
+def test_totals_without_a_before_scrape_are_the_counters_themselves():
+    # settle() reads what was written since the engine started: no pairing, no errors.
+    a = attribute("kvgate-sim", None, scrape("kvgate-sim.after"))
+    assert a.storage_write_bytes == scrape("kvgate-sim.after").sum(
+        "kvgate_sim_storage_write_bytes_total") and not a.errors
 
 
 def test_unknown_engine():

@@ -127,3 +127,37 @@ def test_devices_reading_less_than_the_probe_needed_disagree():
     [row] = [s for s in chain if s.signal == "block devices"]
     assert row.agreement is Agreement.DISAGREES
     assert judge_chain(chain).outcome is Outcome.FAIL
+
+
+def test_a_row_that_could_not_be_read_makes_the_chain_an_error_before_any_fail():
+    broken = Signal(kind=Kind.ENGINE, signal="the engine's counters (bad input)",
+                    agreement=Agreement.ERROR, note="vllm:x_total fell from 9 to 3")
+    failing = DEVICE.model_copy(update={"agreement": Agreement.DISAGREES})
+    verdict = judge_chain([ENGINE, failing, broken])
+    assert verdict.outcome is Outcome.ERROR and verdict.word == "ERROR"
+    assert "fell from 9 to 3" in verdict.reason
+    assert judge_chain([ENGINE, failing]).word == "FAIL"
+    assert judge_chain([ENGINE]).word == "INCONCLUSIVE"
+
+
+def test_the_ranks_each_engine_labels():
+    from gates.inference import labelled_ranks
+
+    assert labelled_ranks("lmcache", tp=8) == 8 and labelled_ranks("sglang", tp=4, dp=2) == 8
+    assert labelled_ranks("vllm", tp=8, dp=2) == 2 and labelled_ranks("dynamo-kvbm", tp=8) == 1
+
+
+def test_proof_inputs_carry_their_ranges():
+    import pytest
+    from pydantic import ValidationError
+
+    for bad in ({"read_fraction_min": 0}, {"read_fraction_min": float("nan")},
+                {"band": (150.0, 90.0)}, {"restore_bw": float("inf")}, {"expected_ranks": 0}):
+        with pytest.raises(ValidationError):
+            ProofContext(**bad)
+    for bad in ({"kv_bytes_per_token": -1}, {"probe_seconds": float("nan")},
+                {"process_read_bytes": -5}, {"expected_tokens": -1}):
+        with pytest.raises(ValidationError):
+            ProbeEvidence(**bad)
+    with pytest.raises(ValidationError):
+        StorageReads(device_bytes=float("inf"))

@@ -1,5 +1,6 @@
 """gates.inference.promtext: Prometheus text 0.0.4 and OpenMetrics 1.0 read through
-prometheus_client's parsers, into kvgate's model: selection, sums, deltas, errors by line."""
+prometheus_client's parsers, into kvgate's model: selection, sums, errors by line, the size limit
+and the family filter. Deltas between two scrapes: test_pairing."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gates.inference import (
     MetricSet,
-    MetricsMismatch,
     MetricsParseError,
     Sample,
     add_up,
@@ -140,23 +140,6 @@ def test_sums_of_infinities_do_not_raise():
     assert math.isnan(m.sum("a|b"))
     assert m.sum("c|d") == math.inf
     assert add_up([0.1] * 10) == 1.0  # exact, unlike sum()
-
-
-def test_delta_subtracts_series_by_series():
-    before = parse_metrics('# TYPE c counter\nc{k="1"} 10\nc{k="2"} 5\ng 7\n')
-    after = parse_metrics('# TYPE c counter\nc{k="1"} 15\nc{k="2"} 5\nc{k="3"} 4\ng 3\n')
-    d = after.delta(before)
-    assert {s.key: s.value for s in d.samples} == {'c{k="1"}': 5, 'c{k="2"}': 0, 'c{k="3"}': 4,
-                                                   "g": -4}
-    assert d.resets == []
-
-
-def test_a_counter_that_fell_was_reset_and_counts_from_zero():
-    before = parse_metrics("# TYPE c counter\nc 100\nx_total 50\n# TYPE h histogram\nh_count 9\n")
-    after = parse_metrics("# TYPE c counter\nc 30\nx_total 20\n# TYPE h histogram\nh_count 2\n")
-    d = after.delta(before)
-    assert {s.name: s.value for s in d.samples} == {"c": 30, "x_total": 20, "h_count": 2}
-    assert d.resets == ["c", "x_total", "h_count"]
 
 
 def test_type_of_histogram_samples_and_undeclared_names():
@@ -390,29 +373,6 @@ def test_a_garbled_line_deep_in_a_recorded_scrape_is_named():
     assert caught.value.line == 41
 
 
-# --- deltas across a restart -------------------------------------------------------------
-
-def test_a_family_whose_type_changed_cannot_be_subtracted():
-    before = parse_metrics("# TYPE x counter\nx 10\n")
-    after = parse_metrics("# TYPE x gauge\nx 4\n")
-    with pytest.raises(MetricsMismatch, match="family x: TYPE counter before, gauge after"):
-        after.delta(before)
-    # "untyped" in 0.0.4 is "unknown" in OpenMetrics: the same thing.
-    untyped = parse_metrics("# TYPE y untyped\ny 1\n")
-    unknown = parse_metrics("# TYPE y unknown\ny 3\n# EOF\n")
-    assert unknown.delta(untyped).sum("y") == 2
-    # A family only one scrape declares is no change of type.
-    assert after.delta(parse_metrics("x 1\n")).sum("x") == 3
-
-
-def test_delta_from_text_to_openmetrics_of_the_same_counter():
-    before = parse_metrics("# TYPE c_total counter\nc_total 5\n")
-    after = parse_metrics("# TYPE c counter\nc_total 9\nc_created 1.7e9\n# EOF\n")
-    d = after.delta(before)
-    assert d.sum("c_total") == 4 and d.resets == [] and d.created == after.created
-    assert d.names() == ["c_total"]  # the start time is no count, not even as a delta
-
-
 # --- properties ----------------------------------------------------------------------------
 
 SERIES = st.dictionaries(
@@ -477,3 +437,48 @@ def test_nearly_valid_openmetrics_raises_only_metrics_parse_error(lines):
         assert 1 <= exc.line <= len(lines) + 1
     else:
         assert len(result.samples) + len(result.created) <= len(lines)
+
+
+# --- the family filter and the size limit (issue #25 item 8) ------------------------------------
+
+def test_the_filter_keeps_the_wanted_families_and_still_checks_every_line():
+    text = "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n# TYPE b gauge\nb 2\n"
+    m = parse_metrics(text, keep=lambda name: name.startswith("a"))
+    assert m.names() == ["a_total"] and m.types == {"a_total": "counter"}
+    assert m.help == {"a_total": "A."}
+    with pytest.raises(MetricsParseError, match="labels not closed") as caught:
+        parse_metrics(text + 'b{x="1" 2\n', keep=lambda name: name.startswith("a"))
+    assert caught.value.line == 6
+
+
+def test_the_filter_streams_lines_and_reads_openmetrics_when_told():
+    import io
+
+    lines = io.StringIO(OPENMETRICS)
+    m = parse_metrics(lines, openmetrics=True, keep=lambda name: "prompt_tokens" in name)
+    assert m.names() == ["vllm:prompt_tokens_total"] and len(m.created) == 1
+
+
+def test_an_exposition_over_the_limit_is_refused_naming_it():
+    import io
+
+    for text in ("x 1\n" * 10, io.StringIO("x 1\n" * 10)):
+        with pytest.raises(MetricsParseError, match="larger than 0 MiB, the most kvgate reads"):
+            parse_metrics(text, limit=20)
+
+
+@pytest.mark.parametrize("before, after, engine", [
+    ("vllm", "vllm", "vllm"), ("vllm-native", "vllm-native", "vllm-native"),
+    ("lmcache-tp8", "lmcache-tp8-rank3-zero", "lmcache"), ("lmcache-mp", "lmcache-mp", "lmcache"),
+    ("sglang-tp8", "sglang-tp8", "sglang"), ("dynamo-kvbm", "dynamo-kvbm", "dynamo-kvbm"),
+    ("kvgate-sim", "kvgate-sim", "kvgate-sim"), ("llamacpp", "llamacpp", "llamacpp")])
+def test_the_engines_families_alone_attribute_as_the_whole_scrape(before, after, engine):
+    from gates.inference import families
+
+    def read(name: str, keep=None) -> MetricSet:
+        return parse_metrics((DATA / f"{name}.prom").read_text(), keep=keep)
+    keep = families(engine)
+    whole = attribute(engine, read(f"{before}.before"), read(f"{after}.after"))
+    kept = attribute(engine, read(f"{before}.before", keep), read(f"{after}.after", keep))
+    assert kept == whole
+    assert len(read(f"{after}.after", keep).samples) <= len(read(f"{after}.after").samples)

@@ -30,12 +30,19 @@ def test_eight_ranks_with_one_at_zero_fail_naming_the_rank(capsys):
     assert "FAIL" in out and "worker_id=3" in out
 
 
-def test_eight_healthy_ranks_are_judged_each_not_summed(capsys):
-    code, out = proof(capsys, "--engine", "lmcache", "--json",
-                      "--before", str(DATA / "lmcache-tp8.before.prom"),
-                      "--after", str(DATA / "lmcache-tp8.after.prom"),
-                      "--expected-tokens", "8192", "--ranks", "8",
-                      "--device-bytes", str(NEEDED), "--kv-bytes-per-token", str(KV_PER_TOKEN))
+def with_vllm(tmp_path: Path, name: str, when: str) -> str:
+    """An LMCache or KVBM recording with the vLLM worker's own families as a second target."""
+    path = tmp_path / f"{name}.{when}.prom"
+    path.write_text((DATA / f"{name}.{when}.prom").read_text()
+                    + (DATA / f"vllm.{when}.prom").read_text())
+    return str(path)
+
+
+def test_eight_healthy_ranks_are_judged_each_not_summed(capsys, tmp_path):
+    common = ["--engine", "lmcache", "--json", "--expected-tokens", "8192", "--ranks", "8",
+              "--device-bytes", str(NEEDED), "--kv-bytes-per-token", str(KV_PER_TOKEN)]
+    code, out = proof(capsys, *common, "--before", with_vllm(tmp_path, "lmcache-tp8", "before"),
+                      "--after", with_vllm(tmp_path, "lmcache-tp8", "after"))
     body = json.loads(out)
     ranks = [s for s in body["signals"] if s["signal"].startswith("rank ")]
     assert len(ranks) == 8 and all(s["agreement"] == "agrees" for s in ranks)
@@ -45,16 +52,47 @@ def test_eight_healthy_ranks_are_judged_each_not_summed(capsys):
     assert code == 0, out
 
 
-def test_kvbm_passes_only_with_the_storage_side_agreeing(capsys):
-    common = ["--engine", "dynamo-kvbm", "--before", str(DATA / "dynamo-kvbm.before.prom"),
-              "--after", str(DATA / "dynamo-kvbm.after.prom"), "--expected-tokens", "8192",
+def test_lmcache_alone_has_no_gpu_hit_counter_so_its_proof_is_inconclusive(capsys):
+    # The lmcache:* families alone say nothing of the GPU cache: G3 gives an ERROR for the
+    # missing GPU-hit counter, so the offline proof must not pass either (issue #25, item 7).
+    code, out = proof(capsys, "--engine", "lmcache",
+                      "--before", str(DATA / "lmcache-tp8.before.prom"),
+                      "--after", str(DATA / "lmcache-tp8.after.prom"),
+                      "--expected-tokens", "8192", "--ranks", "8",
+                      "--device-bytes", str(NEEDED), "--kv-bytes-per-token", str(KV_PER_TOKEN))
+    assert code == 2 and "no GPU-cache hit counter" in out, out
+
+
+def test_kvbm_passes_only_with_the_target_devices_agreeing(capsys, tmp_path):
+    # KVBM counts an onboard before the transfer: only the target's own block devices can
+    # show the bytes came off the storage; its NICs may carry other traffic (issue #25 item 4).
+    common = ["--engine", "dynamo-kvbm", "--before", with_vllm(tmp_path, "dynamo-kvbm", "before"),
+              "--after", with_vllm(tmp_path, "dynamo-kvbm", "after"), "--expected-tokens", "8192",
               "--block-tokens", "16", "--kv-bytes-per-token", str(KV_PER_TOKEN)]
     code, out = proof(capsys, *common)
     assert code == 2 and "INCONCLUSIVE" in out, out
     code, out = proof(capsys, *common, "--nic-bytes", str(NEEDED))
+    assert code == 2 and "cannot name the target's devices" in out, out
+    code, out = proof(capsys, *common, "--device-bytes", str(NEEDED))
     assert code == 0 and "PASS" in out, out
-    code, out = proof(capsys, *common, "--nic-bytes", str(NEEDED // 10))
-    assert code == 1 and "storage NICs" in out, out
+    code, out = proof(capsys, *common, "--device-bytes", str(NEEDED // 10))
+    assert code == 1 and "block devices" in out, out
+
+
+def test_the_scrape_targets_of_an_arm_are_given_one_by_one(capsys):
+    # The KVBM leader's port and the vLLM worker's /metrics, as G3 scrapes an arm's targets.
+    code, out = proof(capsys, "--engine", "dynamo-kvbm",
+                      "--before", str(DATA / "dynamo-kvbm.before.prom"),
+                      "--before", str(DATA / "vllm.before.prom"),
+                      "--after", str(DATA / "dynamo-kvbm.after.prom"),
+                      "--after", str(DATA / "vllm.after.prom"), "--expected-tokens", "8192",
+                      "--block-tokens", "16", "--kv-bytes-per-token", str(KV_PER_TOKEN),
+                      "--device-bytes", str(NEEDED))
+    assert code == 0, out
+    code, out = proof(capsys, "--engine", "vllm", "--before", str(DATA / "vllm.before.prom"),
+                      "--after", str(DATA / "vllm.after.prom"),
+                      "--after", str(DATA / "vllm.after.prom"), "--expected-tokens", "8192")
+    assert code == 2 and "1 --before but 2 --after" in out, out
 
 
 @pytest.mark.parametrize("text", ["vllm:x{a=\"1\" 3\n", "garbage line here\n"])
@@ -86,3 +124,39 @@ def test_hits_of_the_cpu_tier_are_never_storage_reads(capsys, tmp_path):
     args[5] = str(DATA / "vllm.after.prom")
     code, out = proof(capsys, *args)
     assert "CPU-tier hits during the probe = 0 %" in out, out
+
+
+# ---- large files (issue #25 item 8: 50 MiB took 164 s and 1.26 GB, with no limit) -----------
+
+def test_a_file_over_the_size_limit_is_refused_naming_it(capsys, tmp_path):
+    from gates.inference import MAX_EXPOSITION
+
+    huge = tmp_path / "huge.prom"
+    with huge.open("wb") as f:
+        f.truncate(MAX_EXPOSITION + 1)  # sparse: no disk written
+    code, out = proof(capsys, "--engine", "vllm", "--before", str(huge), "--after", str(huge),
+                      "--expected-tokens", "10")
+    assert code == 2 and "huge.prom" in out and "64 MiB kvgate reads" in out, out
+
+
+def test_a_large_exposition_streams_in_bounded_memory(capsys, tmp_path):
+    # 2 MiB of families no rule reads, before the vLLM recording: they are checked line by
+    # line and dropped, so memory stays far below the file's size (bench/parse_memory.py).
+    import tracemalloc
+
+    noise = "".join(f'# TYPE noise_{f}_total counter\n' + "".join(
+        f'noise_{f}_total{{pod="pod-{i:05d}",path="/srv/data/{i}",code="200"}} {i}.0\n'
+        for i in range(350)) for f in range(100))
+    (tmp_path / "after.prom").write_text(noise + (DATA / "vllm.after.prom").read_text())
+    assert (tmp_path / "after.prom").stat().st_size > 2 * 2**20
+    tracemalloc.start()
+    try:
+        code, out = proof(capsys, "--engine", "vllm", "--before", str(DATA / "vllm.before.prom"),
+                          "--after", str(tmp_path / "after.prom"), "--expected-tokens", "8192",
+                          "--kv-bytes-per-token", str(KV_PER_TOKEN),
+                          "--device-bytes", str(NEEDED), "--json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json.loads(out)["signals"][0]["value"] == 8192, out
+    assert peak < 2**20, f"{peak / 2**20:.1f} MiB for a 2 MiB file"

@@ -1,41 +1,62 @@
 """`kvgate proof`: judge a probe's storage-read evidence offline, from recorded expositions.
 
 A site that scraped its engines with its own tools (two /metrics scrapes around a cold probe,
-the storage side's byte counters) gets the same evidence table and verdict G3 gives.
+the storage side's byte counters) gets the same evidence table and verdict G3 gives: the same
+attribution, the same chain, the same input models (their ranges name the option here).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..core import ADAPTER_NAMES, UnitError, parse_rate, parse_size
 from ..inference import (
+    MAX_EXPOSITION,
+    TARGET_LABEL,
     AttributionError,
+    MetricSet,
     MetricsParseError,
     ProbeEvidence,
     ProofContext,
     StorageReads,
     attribute,
     engine_evidence,
+    families,
+    is_openmetrics,
     judge_chain,
+    merge_targets,
     parse_metrics,
     probe_chain,
 )
 
 EXAMPLES = """examples:
   kvgate proof --engine lmcache --before b.prom --after a.prom --expected-tokens 8192 \\
-      --ranks 8 --device-bytes 1.2e9 --kv-bytes-per-token 126976
-  kvgate proof --engine dynamo-kvbm --before kvbm.before.prom --after kvbm.after.prom \\
-      --expected-tokens 8192 --block-tokens 16 --nic-bytes 1.1e9 --kv-bytes-per-token 131072
+      --ranks 8 --device-bytes 1.07e9 --kv-bytes-per-token 131072
+  kvgate proof --engine dynamo-kvbm --before kvbm.b.prom --before worker.b.prom \\
+      --after kvbm.a.prom --after worker.a.prom --expected-tokens 8192 --block-tokens 16 \\
+      --device-bytes 1.07e9 --kv-bytes-per-token 131072
 
-The byte counts are what the storage side received during the probe: the KV block devices'
-read bytes (md array or its members, not both), the storage NICs' rx_bytes, the RDMA ports'
-port_rcv_data x 4, or the engine process's /proc/PID/io read_bytes.
+Each --before/--after is one scrape target (give them in the same order): an arm's targets
+are merged as G3 merges them. The byte counts are what the storage side received during the
+probe: the KV block devices' read bytes (md array or its members, not both), the storage NICs'
+rx_bytes, the RDMA ports' port_rcv_data x 4, or the engine process's /proc/PID/io read_bytes;
+only the block devices can show that the bytes came off the storage under test.
 
-exit codes: 0 the proof passes, 1 a signal disagrees (named), 2 inconclusive or bad input"""
+exit codes: 0 the proof passes, 1 a signal disagrees (named), 2 error, inconclusive or bad input"""
+# Model field -> the option that sets it, so a refused value names what the user typed.
+OPTIONS = {"expected_tokens": "--expected-tokens", "kv_bytes_per_token": "--kv-bytes-per-token",
+           "probe_prompt_tokens": "--prompt-tokens", "process_read_bytes": "--process-bytes",
+           "probe_seconds": "--probe-seconds", "device_bytes": "--device-bytes",
+           "nic_bytes": "--nic-bytes", "rdma_bytes": "--rdma-bytes",
+           "read_fraction_min": "--read-fraction-min", "expected_ranks": "--ranks",
+           "restore_bw": "--restore-bw", "link_bw": "--link-bw", "memory_bytes": "--memory",
+           "cpu_tier_bytes": "--cpu-tier"}
 
 
 def add_proof_commands(commands: argparse._SubParsersAction) -> None:
@@ -44,72 +65,142 @@ def add_proof_commands(commands: argparse._SubParsersAction) -> None:
                             "/metrics scrapes", epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", required=True, choices=ADAPTER_NAMES, help="the metrics adapter")
-    p.add_argument("--before", type=Path, required=True, help="/metrics scraped before the probe")
-    p.add_argument("--after", type=Path, required=True, help="/metrics scraped after the probe")
-    p.add_argument("--expected-tokens", type=int, required=True,
+    p.add_argument("--before", type=Path, required=True, action="append",
+                   help="/metrics scraped before the probe (once per scrape target)")
+    p.add_argument("--after", type=Path, required=True, action="append",
+                   help="/metrics scraped after the probe (once per target, same order)")
+    p.add_argument("--expected-tokens", required=True,
                    help="context tokens the probe should have read from storage")
-    p.add_argument("--ranks", type=int, default=None, help="ranks that must each show reads")
-    p.add_argument("--block-tokens", type=int, default=None,
+    p.add_argument("--prompt-tokens", default=None, help="prompt tokens the probe sent "
+                   "(the ceiling of the engine's figures; default: the expected tokens)")
+    p.add_argument("--ranks", default=None, help="ranks the engine's counters name (LMCache: "
+                   "TP x PP workers; SGLang: TP x PP x DP; vLLM: DP engines)")
+    p.add_argument("--block-tokens", default=None,
                    help="tokens per KV block (Dynamo KVBM counts blocks)")
-    p.add_argument("--kv-bytes-per-token", type=int, default=None,
+    p.add_argument("--kv-bytes-per-token", default=None,
                    help="KV bytes a token occupies on the tier (kvgate model kv)")
     for flag, what in (("device", "the KV block devices' read bytes"),
                        ("nic", "the storage NICs' receive bytes"),
                        ("rdma", "the RDMA ports' receive bytes (port_rcv_data x 4)"),
                        ("process", "the engine process's read_bytes")):
-        p.add_argument(f"--{flag}-bytes", type=float, default=None, help=what)
-    p.add_argument("--probe-seconds", type=float, default=0.0, help="the probe's duration")
+        p.add_argument(f"--{flag}-bytes", default=None, help=what)
+    p.add_argument("--probe-seconds", default=None, help="the probe's duration")
     p.add_argument("--restore-bw", default="", help="G1's KV-restore bandwidth, e.g. 5GB/s")
     p.add_argument("--link-bw", default="", help="the storage link's ceiling, e.g. 12.5GB/s")
     p.add_argument("--memory", default="", help="the host's memory, e.g. 1TiB (page cache)")
     p.add_argument("--cpu-tier", default="", help="the engine's CPU KV tier, e.g. 64GiB")
     p.add_argument("--page-cache-dropped", action="store_true",
                    help="the KV files' page cache was dropped before the probe")
-    p.add_argument("--read-fraction-min", type=float, default=90.0,
+    p.add_argument("--restarted", action="store_true", help="the engine was restarted between "
+                   "the scrapes on purpose (its start time must show it)")
+    p.add_argument("--read-fraction-min", default="90",
                    help="%% of the expected tokens the engine must have read (default 90)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
 
 
-def _read(path: Path):
+def read_exposition(path: Path, engine: str) -> MetricSet:
+    """One recorded scrape, streamed: the engine's families kept, the rest checked, dropped."""
     try:
-        return parse_metrics(path.read_text())
+        with path.open("rb") as f:
+            size = path.stat().st_size
+            head = f.read(2)
+            if head == b"\x1f\x8b":
+                raise ValueError(f"{path}: gzip-compressed: decompress it first (gunzip)")
+            if size > MAX_EXPOSITION:
+                raise ValueError(f"{path}: {size:,} bytes, more than the "
+                                 f"{MAX_EXPOSITION // 2**20} MiB kvgate reads")
+            f.seek(max(0, size - 256))
+            tail = f.read().decode("utf-8", "replace")
+            f.seek(0)
+            text = io.TextIOWrapper(f, encoding="utf-8", errors="strict", newline="")
+            return parse_metrics(text, keep=families(engine), openmetrics=is_openmetrics(tail))
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text exposition (byte {exc.object[exc.start]:#04x} "
+                         "is not UTF-8): a binary or compressed file?") from None
     except MetricsParseError as exc:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def _bytes(text: str, what: str, parse) -> int | None:
+def _scrape(paths: list[Path], engine: str) -> MetricSet:
+    return merge_targets([(str(i), read_exposition(p, engine))
+                          for i, p in enumerate(paths, start=1)], TARGET_LABEL)
+
+
+def _number(text: str | None, option: str) -> float | None:
+    if text is None or text == "":
+        return None
     try:
-        return int(parse(text)) if text else None
-    except UnitError as exc:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a number") from None
+
+
+def _bytes(text: str, what: str, parse) -> int | float | None:
+    try:
+        return parse(text) if text else None
+    except (UnitError, ValueError, OverflowError) as exc:
         raise ValueError(f"--{what}: {exc}") from None
+
+
+def _refused(exc: ValidationError, args: argparse.Namespace) -> ValueError:
+    problems = []
+    for e in exc.errors():
+        field = next((str(x) for x in reversed(e["loc"]) if str(x) in OPTIONS), "")
+        option = OPTIONS.get(field, ".".join(map(str, e["loc"])))
+        given = getattr(args, option.lstrip("-").replace("-", "_"), None)
+        problems.append(f"{option}: {e['msg'].lower()}" + (f" (got {given})" if given else ""))
+    return ValueError("; ".join(problems))
 
 
 def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext]:
     """The probe evidence and proof context the command's options describe."""
-    a = attribute(args.engine, _read(args.before), _read(args.after), args.block_tokens)
-    storage = StorageReads(
-        device_bytes=None if args.device_bytes is None else int(args.device_bytes),
-        nic_bytes=None if args.nic_bytes is None else int(args.nic_bytes),
-        rdma_bytes=None if args.rdma_bytes is None else int(args.rdma_bytes))
-    evidence = ProbeEvidence(
-        engine=args.engine, expected_tokens=args.expected_tokens,
-        kv_bytes_per_token=args.kv_bytes_per_token, **engine_evidence(a), storage=storage,
-        process_read_bytes=None if args.process_bytes is None else int(args.process_bytes),
-        probe_seconds=args.probe_seconds, page_cache_dropped=args.page_cache_dropped,
-        repetitions=1)
-    context = ProofContext(
-        read_fraction_min=args.read_fraction_min, expected_ranks=args.ranks,
-        restore_bw=_bytes(args.restore_bw, "restore-bw", parse_rate),
-        link_bw=_bytes(args.link_bw, "link-bw", parse_rate),
-        memory_bytes=_bytes(args.memory, "memory", parse_size),
-        cpu_tier_bytes=_bytes(args.cpu_tier, "cpu-tier", parse_size))
+    if len(args.before) != len(args.after):
+        raise ValueError(f"{len(args.before)} --before but {len(args.after)} --after: give one "
+                         "of each per scrape target")
+    block = _number(args.block_tokens, "--block-tokens")
+    if block is not None and not (block >= 1 and float(block).is_integer()):
+        raise ValueError(f"--block-tokens: a whole number of tokens, at least 1 (got {block})")
+    expected = _number(args.expected_tokens, "--expected-tokens")
+    if not (expected is not None and expected >= 1):  # NaN too
+        raise ValueError(f"--expected-tokens: at least 1 token (got {args.expected_tokens})")
+    probe = dict(expected_tokens=expected,
+                 kv_bytes_per_token=_number(args.kv_bytes_per_token, "--kv-bytes-per-token"),
+                 probe_prompt_tokens=_number(args.prompt_tokens, "--prompt-tokens"),
+                 process_read_bytes=_number(args.process_bytes, "--process-bytes"),
+                 probe_seconds=_number(args.probe_seconds, "--probe-seconds") or 0.0)
+    built, problems = [], []
+    # Every option refused at once, each by its name (the models' own ranges, as in G3).
+    for model, values in ((StorageReads, {f"{k}_bytes": _number(getattr(args, f"{k}_bytes"),
+                                                                f"--{k}-bytes")
+                                          for k in ("device", "nic", "rdma")}),
+                          (ProofContext, dict(
+                              read_fraction_min=_number(args.read_fraction_min,
+                                                        "--read-fraction-min"),
+                              expected_ranks=_number(args.ranks, "--ranks"),
+                              restore_bw=_bytes(args.restore_bw, "restore-bw", parse_rate),
+                              link_bw=_bytes(args.link_bw, "link-bw", parse_rate),
+                              memory_bytes=_bytes(args.memory, "memory", parse_size),
+                              cpu_tier_bytes=_bytes(args.cpu_tier, "cpu-tier", parse_size))),
+                          (ProbeEvidence, probe)):
+        try:
+            built.append(model(**values))
+        except ValidationError as exc:
+            problems.append(str(_refused(exc, args)))
+    if problems:
+        raise ValueError("; ".join(problems))
+    storage, context, _ = built
+    a = attribute(args.engine, _scrape(args.before, args.engine),
+                  _scrape(args.after, args.engine), int(block) if block else None,
+                  restart_expected=args.restarted)
+    evidence = ProbeEvidence(**probe, engine=args.engine, **engine_evidence(a), storage=storage,
+                             page_cache_dropped=args.page_cache_dropped, repetitions=1)
     return evidence, context
 
 
 def proof_command(args: argparse.Namespace) -> int:
-    """Print the evidence table and the verdict; exit 0 pass, 1 fail, 2 inconclusive."""
+    """Print the evidence table and the verdict; exit 0 pass, 1 fail, 2 otherwise."""
     try:
         signals = probe_chain(*evidence_from(args))
     except (ValueError, AttributionError) as exc:
@@ -117,12 +208,10 @@ def proof_command(args: argparse.Namespace) -> int:
         return 2
     verdict = judge_chain(signals)
     if args.json:
-        print(json.dumps({"verdict": "INCONCLUSIVE" if verdict.inconclusive
-                          else verdict.outcome.value, "reason": verdict.reason,
+        print(json.dumps({"verdict": verdict.word, "reason": verdict.reason,
                           "signals": [s.model_dump(mode="json") for s in signals]}, indent=2))
     else:
         for s in signals:
             print(f"[{s.kind}] {s.line()}")
-        word = "INCONCLUSIVE" if verdict.inconclusive else verdict.outcome.value
-        print(f"{word}: {verdict.reason}")
+        print(f"{verdict.word}: {verdict.reason.removeprefix(verdict.word + ': ')}")
     return {"PASS": 0, "FAIL": 1}.get(verdict.outcome.value, 2)

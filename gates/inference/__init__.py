@@ -2,11 +2,10 @@
 (attribution), launched engines and KV directories, and the G2/G3 rules."""
 
 from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
-from .attribution import StorageAttribution, attribute, detect_engine
+from .attribution import StorageAttribution, attribute, detect_engine, families
 from .chunks import DONE, StreamChunk, Usage, classify
 from .collector import FREEZE_EVERY, heap_set_aside
 from .comparison import (
-    WHY_PAIRS,
     Pair,
     baseline_shift,
     comparison,
@@ -15,8 +14,6 @@ from .comparison import (
     level_looks,
     level_tables,
     look_plan,
-    looks_table,
-    pairs_table,
 )
 from .controls import restore_physics, working_set
 from .counters import StorageReads, StorageSnapshot, SysfsCounters, double_counted, storage_reads
@@ -32,7 +29,6 @@ from .disks import (
 )
 from .evidence import (
     Agreement,
-    ChainVerdict,
     Kind,
     Signal,
     chain_measurement,
@@ -46,22 +42,17 @@ from .g2g3 import (
     g2_measurements,
     g3_chains,
     g3_measurements,
-    level_chain,
     starved,
 )
 from .g3proof import PROOF_FAILED, device_reads, process_reads, storage_proof
 from .http1 import (
     BadResponse,
-    CannotConnect,
-    ConnectTimeout,
-    HttpError,
     ResponseParser,
     ServerDisconnectedError,
-    StallTimeout,
     request_head,
 )
 from .identity import SIM_HEADER, ServerIdentity, identify, server_identity
-from .kv_dir import MARKER, KvDir, prepare_kv_dir, stored_bytes
+from .kv_dir import MARKER, prepare_kv_dir, stored_bytes
 from .loadgen import (
     READ_BUFFER,
     Endpoint,
@@ -78,7 +69,9 @@ from .loadgen import (
 from .machine import CpuReference, MachineReadings, cpu_reference, speed_variation
 from .metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, stats, summarize, tpot, ttft
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
+from .pairing import Pairing, PairingError, canonical
 from .phases import (
+    TARGET_LABEL,
     ColdRecovery,
     HttpMetrics,
     MetricsSource,
@@ -89,20 +82,28 @@ from .phases import (
     settle,
 )
 from .pool import Pool
-from .process import ArmProcess, HealthProbe, free_port, http_status, port_taken
-from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, add_up, parse_metrics
-from .proof import (
-    ProbeEvidence,
-    ProofContext,
-    engine_evidence,
-    probe_chain,
-    recompute_row,
-    series_label,
+from .probe import ProbeEvidence, ProofContext
+from .process import ArmProcess, free_port, http_status, port_taken
+from .promtext import (
+    MAX_EXPOSITION,
+    MetricSet,
+    MetricsParseError,
+    Sample,
+    add_up,
+    is_openmetrics,
+    merge_targets,
+    parse_metrics,
 )
-from .repetitions import Repetition, repetition
+from .proof import (
+    engine_evidence,
+    labelled_ranks,
+    probe_chain,
+)
+from .repetitions import Repetition, probe_evidence, repetition
 from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
 from .sse import SSEDecoder, SSEEvent, SSEProtocolError
-from .stream import STAMP, ResponseStream
+from .stream import ResponseStream
+from .tiers import TIERS, tier_class
 from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
 from .workloads import (
     EVICT,
@@ -127,10 +128,7 @@ __all__ = [
     "ArmProcess",
     "AttributionError",
     "BadResponse",
-    "CannotConnect",
-    "ChainVerdict",
     "ColdRecovery",
-    "ConnectTimeout",
     "CpuReference",
     "CpuSnapshot",
     "CpuUse",
@@ -141,26 +139,25 @@ __all__ = [
     "Endpoint",
     "FREEZE_EVERY",
     "FakeDiskCounters",
-    "HealthProbe",
-    "HttpError",
     "HttpMetrics",
     "Kind",
-    "KvDir",
     "LOOP_LAG_P99_MAX",
     "LoadResult",
     "LoadSettings",
     "LoadSummary",
     "LoopLagMonitor",
     "MARKER",
+    "MAX_EXPOSITION",
     "MOONCAKE_BLOCK",
     "MachineReadings",
     "MetricSet",
-    "MetricsMismatch",
     "MetricsParseError",
     "MetricsSource",
     "PROBE",
     "PROOF_FAILED",
     "Pair",
+    "Pairing",
+    "PairingError",
     "PhaseError",
     "Plan",
     "PlannedLike",
@@ -184,27 +181,27 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "SSEProtocolError",
-    "STAMP",
     "Sample",
     "ServerDisconnectedError",
     "ServerIdentity",
     "Signal",
-    "StallTimeout",
     "Stats",
     "StorageAttribution",
     "StorageReads",
     "StorageSnapshot",
     "StreamChunk",
     "SysfsCounters",
+    "TARGET_LABEL",
+    "TIERS",
     "Usage",
     "WARMUP",
-    "WHY_PAIRS",
     "WorkloadError",
     "add_up",
     "attribute",
     "baseline_shift",
     "block_tokens",
     "by_concurrency",
+    "canonical",
     "chain_measurement",
     "chunk_gaps",
     "classify",
@@ -224,6 +221,7 @@ __all__ = [
     "engine_evidence",
     "evict",
     "evidence_table",
+    "families",
     "free_port",
     "g2_measurements",
     "g3_chains",
@@ -231,26 +229,26 @@ __all__ = [
     "heap_set_aside",
     "http_status",
     "identify",
+    "is_openmetrics",
     "judge_chain",
     "judge_self_check",
-    "level_chain",
+    "labelled_ranks",
     "level_done",
     "level_looks",
     "level_tables",
     "look_plan",
-    "looks_table",
+    "merge_targets",
     "mooncake_replay",
     "multi_turn",
-    "pairs_table",
     "parse_metrics",
     "parse_mooncake",
     "payload",
     "port_taken",
     "prepare_kv_dir",
     "probe_chain",
+    "probe_evidence",
     "process_reads",
     "read_bytes_delta",
-    "recompute_row",
     "release_times",
     "repetition",
     "request_body",
@@ -262,7 +260,6 @@ __all__ = [
     "run_phase",
     "scrape_all",
     "send",
-    "series_label",
     "server_identity",
     "settle",
     "shared_prefix",
@@ -273,6 +270,7 @@ __all__ = [
     "storage_reads",
     "stored_bytes",
     "summarize",
+    "tier_class",
     "tpot",
     "tree_read_bytes",
     "ttft",

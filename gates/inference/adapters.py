@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core import ADAPTER_NAMES
 from .adapters_vllm import LMCACHE, VLLM, VLLM_NATIVE
 from .rules import Rule, rule
+from .tiers import STORAGE
 
 QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_tokens",
               "storage_read_bytes", "storage_read_blocks", "storage_write_tokens",
@@ -46,23 +47,32 @@ _SHARD, _SPLIT = ("tp_rank", "pp_rank"), ("dp_rank",)
 # Every family of that collector, so a rank whose prefetched series was never created still
 # counts (as 0): backuped and storage_prefetch_* are there from the seed on.
 _STORAGE_RANKS = f"{_S}(?:prefetched|backuped|storage_prefetch_[a-z_]+)_tokens_total"
-_RANKED = {"shard": _SHARD, "split": _SPLIT, "roster": _STORAGE_RANKS}
+# prometheus_client in multiprocess mode exports a labelled child only once it is created, so
+# a family appears with its first increment (sglang utils/common.py
+# set_prometheus_multiproc_dir): every SGLang rule may meet a family absent before.
+_RANKED = {"shard": _SHARD, "split": _SPLIT, "roster": _STORAGE_RANKS, "lazy": True}
+# The storage backend names the tier of its series (storage_backend, tiers
+# "sglang.storage_backend"): a mooncake or kvcc L3 is other hosts' memory, not storage.
+_BACKEND = {"tier": "storage_backend", "space": "sglang.storage_backend", "cls": STORAGE}
 SGLANG: dict[str, list[Rule]] = {
-    "prompt_tokens": [rule(f"{_S}prompt_tokens_total")],  # TokenizerMetricsCollector
-    "cached_tokens": [rule(f"{_S}cached_tokens_total")],  # every cache_source
+    "prompt_tokens": [rule(f"{_S}prompt_tokens_total", lazy=True)],  # TokenizerMetricsCollector
+    "cached_tokens": [rule(f"{_S}cached_tokens_total", lazy=True)],  # every cache_source
     # cache_source device / host / storage (>= 0.5.20), storage_<BackendClass> (<= 0.5.19,
     # e.g. storage_HiCacheFile) (metrics_collector.py observe_one_finished_request;
     # managers/scheduler_components/output_streamer.py). A series exists only once it is > 0,
     # so the scheduler's pre-seeded admission-time split (SchedulerMetricsCollector) follows.
-    "gpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="device"),
+    "gpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="device", lazy=True),
                        rule(f"{_S}prefill_effective_tokens_total", mode="device_hit",
-                            shard=_SHARD, split=_SPLIT)],
+                            shard=_SHARD, split=_SPLIT, lazy=True)],
     # Counted once per finished request, after its KV was in place, from the entry rank's view
     # (tp0); then prefetched_tokens (L3 -> host, added after the transfer completed, per rank,
     # min-reduced over the TP/PP group in managers/cache_controller.py): a per-rank rule after
-    # the first answer still caps it, so one rank that read nothing shows.
-    "storage_read_tokens": [rule(f"{_S}cached_tokens_total", cache_source="storage|storage_.+"),
-                            rule(f"{_S}prefetched_tokens_total", **_RANKED)],
+    # the first answer still caps it, so one rank that read nothing shows. cache_source
+    # "storage" is classified by the storage_backend of the storage collector's series.
+    "storage_read_tokens": [rule(f"{_S}cached_tokens_total", tier="cache_source",
+                                 space="sglang.cache_source", cls=STORAGE,
+                                 backend="storage_backend", roster=_STORAGE_RANKS, lazy=True),
+                            rule(f"{_S}prefetched_tokens_total", **_RANKED, **_BACKEND)],
     # L2 -> L3 writes, added when the storage acknowledged them (unified_radix_cache.py).
     "storage_write_tokens": [rule(f"{_S}backuped_tokens_total", **_RANKED)],
     # L3 hits that did not become usable because the transfer failed or ran out of time; the
@@ -70,9 +80,8 @@ SGLANG: dict[str, list[Rule]] = {
     "storage_read_failures": [rule(f"{_S}storage_prefetch_unfulfilled_tokens_total",
                                    reason="storage_transfer|deadline", **_RANKED)],
     # HiCache's host (L2, DRAM) pool: cache_source="host" (metrics_collector.py): not storage.
-    "cpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="host")],
+    "cpu_hit_tokens": [rule(f"{_S}cached_tokens_total", cache_source="host", lazy=True)],
 }
-
 # Dynamo KVBM (ai-dynamo/dynamo lib/llm/src/block_manager/metrics_kvbm.rs, checked against
 # kvbm==1.6.1): fixed prefix kvbm_, no labels, Rust IntCounters without "_total", served by
 # the KVBM leader on its own port (DYN_KVBM_METRICS_PORT, default 6880). Its onboard counters

@@ -6,6 +6,7 @@ in tests/data/metrics/README.md. Pure data.
 from __future__ import annotations
 
 from .rules import Rule, rule
+from .tiers import STORAGE
 
 # Names as the engines' sources spell them. The one tolerance: prometheus_client's OpenMetrics
 # output with its default escaping turns ':' into '_' on sample lines
@@ -22,15 +23,16 @@ _ADMISSION = ("counted before the transfer: vLLM fixes the connector's hit count
               "(vllm/v1/core/sched/scheduler.py, vllm/v1/metrics/stats.py)")
 _BLIND = ("tier-blind: {name} counts every token a KV connector loaded, from its DRAM tier "
           "or from storage alike (vllm/v1/metrics/loggers.py); ")
-# The tier that served a hit: CacheHitSource = device (GPU), host (DRAM), p2p (another
-# instance), disk, external_unspecified (vllm/v1/metrics/cache_hit_source.py). Only disk is
-# storage. A connector without tier attribution (ExampleConnector, LMCache) reports
-# external_unspecified, and so does vLLM when the attribution does not add up
+# The tier that served a hit: CacheHitSource, classified in tiers ("vllm.cache_hit_source":
+# only disk is storage). A connector without tier attribution (ExampleConnector, LMCache)
+# reports external_unspecified, and so does vLLM when the attribution does not add up
 # (vllm/v1/metrics/stats.py): then the disk count is incomplete and the next rule answers.
-_DISK = rule(f"{_V}prompt_tokens_cached_by_source_total", source="disk", split=_ENGINE,
+_DISK = rule(f"{_V}prompt_tokens_cached_by_source_total", tier="source",
+             space="vllm.cache_hit_source", cls=STORAGE, split=_ENGINE,
              unless={"source": "external_unspecified"}, caveat=_ADMISSION)
 _EXTERNAL = [
     # vllm/v1/metrics/loggers.py, source values from vllm/v1/metrics/stats.py ALL_SOURCES
+    # ("vllm.source" in tiers): external_kv_transfer is whatever the connector loaded.
     rule(f"{_V}prompt_tokens_by_source_total", source="external_kv_transfer", split=_ENGINE,
          caveat=_BLIND.format(name="prompt_tokens_by_source{external_kv_transfer}") +
          _ADMISSION),
@@ -38,26 +40,30 @@ _EXTERNAL = [
          caveat=_BLIND.format(name="external_prefix_cache_hits") + _ADMISSION),
 ]
 VLLM: dict[str, list[Rule]] = {
-    "prompt_tokens": [rule(f"{_V}prompt_tokens_total")],  # vllm/v1/metrics/loggers.py
+    "prompt_tokens": [rule(f"{_V}prompt_tokens_total", split=_ENGINE)],  # v1/metrics/loggers.py
     # prompt_tokens_by_source is counted once per request, at its first admission (stats.py
     # PrefillStats); prefix_cache_hits only at admission too, without the per-source split.
-    "gpu_hit_tokens": [rule(f"{_V}prompt_tokens_by_source_total", source="local_cache_hit"),
-                       rule(f"{_V}prompt_tokens_cached_by_source_total", source="device"),
-                       rule(f"{_V}prefix_cache_hits_total")],  # all: vllm/v1/metrics/loggers.py
+    "gpu_hit_tokens": [rule(f"{_V}prompt_tokens_by_source_total", source="local_cache_hit",
+                            split=_ENGINE),
+                       rule(f"{_V}prompt_tokens_cached_by_source_total", source="device",
+                            split=_ENGINE),
+                       rule(f"{_V}prefix_cache_hits_total", split=_ENGINE)],  # loggers.py
     "storage_read_tokens": [_DISK, *_EXTERNAL],
     "recomputed_tokens": [  # vllm/v1/metrics/stats.py ALL_SOURCES
-        rule(f"{_V}prompt_tokens_by_source_total", source="local_compute")],
-    "cached_tokens": [rule(f"{_V}prompt_tokens_cached_total")],  # vllm/v1/metrics/loggers.py
+        rule(f"{_V}prompt_tokens_by_source_total", source="local_compute", split=_ENGINE)],
+    "cached_tokens": [rule(f"{_V}prompt_tokens_cached_total", split=_ENGINE)],  # loggers.py
     # The CPU (host DRAM) tier's hits, where the connector names the tier: CacheHitSource.HOST
     # (vllm/v1/metrics/cache_hit_source.py); a cold probe of the storage must show ~0.
-    "cpu_hit_tokens": [rule(f"{_V}prompt_tokens_cached_by_source_total", source="host")],
+    "cpu_hit_tokens": [rule(f"{_V}prompt_tokens_cached_by_source_total", source="host",
+                            split=_ENGINE)],
 }
 
 # vLLM native offload with TieringOffloadingSpec: tier = "0:primary" (the CPU tier, lookups
-# only) or f"{i + 1}:{type}" for secondary tier i, type one of example, fs, p2p, obj, kvcr or
-# an out-of-tree class (vllm/v1/kv_offload/tiering/metrics.py, tiering/factory.py). A p2p tier
-# is another instance's memory, not storage (vllm/v1/kv_offload/tiering/p2p/manager.py).
-_SECONDARY = r"(?!0:primary$)(?!\d+:p2p$)\d+:.+"
+# only) or f"{i + 1}:{type}" for secondary tier i (vllm/v1/kv_offload/tiering/metrics.py),
+# classified in tiers ("vllm.tier": fs and obj are storage; example is a dict in memory, p2p
+# another instance's memory, an out-of-tree type unknown). The tiering counters are created
+# on the first job (OffloadingConnectorStats.increase_counter): absent before it.
+_TIER = {"tier": "tier", "space": "vllm.tier", "cls": STORAGE, "lazy": True}
 VLLM_NATIVE: dict[str, list[Rule]] = {
     **VLLM,
     # Bytes promoted from a secondary tier into the CPU tier, added when the job completed:
@@ -65,14 +71,14 @@ VLLM_NATIVE: dict[str, list[Rule]] = {
     # (vllm/v1/kv_offload/tiering/metrics.py, tiering/manager.py). The deprecated
     # kv_offload_total_bytes{transfer_type} only ever says CPU_to_GPU / GPU_to_CPU
     # (distributed/kv_transfer/kv_connector/v1/offloading/metrics.py): no storage there.
-    "storage_read_bytes": [rule(f"{_V}kv_offload_tiering_read_bytes_total", tier=_SECONDARY)],
-    "storage_write_bytes": [rule(f"{_V}kv_offload_tiering_write_bytes_total", tier=_SECONDARY)],
+    "storage_read_bytes": [rule(f"{_V}kv_offload_tiering_read_bytes_total", **_TIER)],
+    "storage_write_bytes": [rule(f"{_V}kv_offload_tiering_write_bytes_total", **_TIER)],
     # Failed promotions (reads), failed cascades (writes: chunks the probe will then miss), and
     # promotions the CPU tier had no room for (no tier label) (vllm/v1/kv_offload/tiering/
     # base.py names, tiering/spec.py labels).
     "storage_read_failures": [rule(
         f"{_V}kv_offload_tiering_(?:promotion_job|cascade_job|promotion_allocation)"
-        "_failures_total")],
+        "_failures_total", lazy=True)],
 }
 
 # LMCache 0.5.6 in vLLM's process (LMCache/LMCache lmcache/observability.py PrometheusLogger):
@@ -94,21 +100,24 @@ LMCACHE: dict[str, list[Rule]] = {
     **VLLM,
     "storage_read_tokens": [
         _DISK,
-        # Tokens whose chunks landed in L1 from L2, counted after the L2 read (lookup.py).
-        rule("lmcache_mp_lookup_hit_l2_tokens_total", caveat=_L2),
+        # Tokens whose chunks landed in L1 from L2, counted after the L2 read (lookup.py); an
+        # OpenTelemetry counter exports no series before its first add: absent until then.
+        rule("lmcache_mp_lookup_hit_l2_tokens_total", caveat=_L2, lazy=True),
         rule(f"{_L}num_hit_tokens_total", shard=_WORKER, caveat=_HIT),
         *_EXTERNAL],
     # RemoteBackend connectors only (storage_backend/connector/instrumented_connector.py):
-    # 0 for the local disk, CPU and GDS backends. Each worker reads its own shard's bytes.
-    "storage_read_bytes": [rule(f"{_L}num_remote_read_bytes_total")],
+    # 0 for the local disk, CPU and GDS backends. Each worker reads its own shard's bytes:
+    # the workers' bytes add up (split), where their tokens do not (shard).
+    "storage_read_bytes": [rule(f"{_L}num_remote_read_bytes_total", split=_WORKER)],
     "storage_write_tokens": [rule(
         f"{_L}num_stored_tokens_total", shard=_WORKER,
         caveat="counted before the transfer: lmcache:num_stored_tokens counts the tokens "
                "store() was given, before any backend wrote them (lmcache/v1/cache_engine.py)")],
-    "storage_write_bytes": [rule(f"{_L}num_remote_write_bytes_total")],
+    "storage_write_bytes": [rule(f"{_L}num_remote_write_bytes_total", split=_WORKER)],
     # L2 chunks stored (lmcache/v1/mp_observability/subscribers/metrics/l2.py).
-    "storage_write_blocks": [rule("lmcache_mp_l2_store_completed_objects_chunks_total")],
+    "storage_write_blocks": [rule("lmcache_mp_l2_store_completed_objects_chunks_total",
+                                  lazy=True)],
     # Chunks L2 said it held but did not deliver into L1: reason l1_oom, l1_contended,
     # not_found (subscribers/metrics/l2_failures.py; storage_controllers/prefetch_controller.py).
-    "storage_read_failures": [rule("lmcache_mp_l2_prefetch_failure_chunks_total")],
+    "storage_read_failures": [rule("lmcache_mp_l2_prefetch_failure_chunks_total", lazy=True)],
 }

@@ -2,14 +2,17 @@
 
 The adapters (adapters, adapters_vllm) name each engine's series as its published source spells
 them, most trusted first. An absent family, or one without the rule's label values, answers
-None ("not exposed"), never 0. DRAM tiers are never storage; a counter that cannot tell them
-apart, or that counts before the transfer, answers with a caveat. The devices' own read bytes
-are in disks. Pure, apart from ``PsutilDiskCounters``.
+None ("not exposed"), never 0. Only a tier classified as storage (tiers) is read as storage; a
+counter that cannot tell tiers apart, or that counts before the transfer, answers with a caveat.
+A series whose delta cannot be taken (pairing) leaves its quantity None with the error, a label
+the rules cannot place with the reason: never a fallback to the next rule. Pure.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -22,8 +25,14 @@ from .adapters import (
     WORST,
 )
 from .disks import AttributionError
+from .pairing import START_TIME, Pairing, PairingError
 from .promtext import MetricSet
-from .rules import Found, Rule, answer
+from .rules import Found, Rule, Unclassified, answer, named
+
+# What the storage-read proof reads of an attribution: a problem in any of them is the proof's.
+PROOF_QUANTITIES = ("prompt_tokens", "gpu_hit_tokens", "storage_read_tokens",
+                    "storage_read_bytes", "storage_read_blocks", "storage_read_failures",
+                    "cpu_hit_tokens")
 
 
 class StorageAttribution(BaseModel):
@@ -54,7 +63,10 @@ class StorageAttribution(BaseModel):
     # "counted before the transfer: …"); the proof then needs a control to rule memory out.
     caveats: dict[str, str] = Field(default_factory=dict)
     unknown: list[str] = Field(default_factory=list)
-    resets: list[str] = Field(default_factory=list)  # counters that restarted in the phase
+    # quantity -> why its delta cannot be taken (a series unpaired, reset, not a count ...)
+    errors: dict[str, str] = Field(default_factory=dict)
+    # quantity -> a label the rules cannot place (an unknown tier or rank label): INCONCLUSIVE
+    unclassified: dict[str, str] = Field(default_factory=dict)
 
     @property
     def storage_fraction(self) -> float | None:
@@ -73,23 +85,40 @@ def detect_engine(metrics: MetricSet) -> str | None:
     return None
 
 
-def _first(rules: list[Rule], after: MetricSet, delta: MetricSet,
-           worst: bool) -> tuple[Found | None, int]:
+@lru_cache(maxsize=16)
+def families(engine: str) -> Callable[[str], bool]:
+    """Whether a sample or family name is one the engine's rules read (with start times)."""
+    rules = [r for rs in ADAPTERS[engine].values() for r in rs]
+    if engine in BLOCK_SIZE:
+        rules.append(BLOCK_SIZE[engine])
+    patterns = [re.compile(p) for p in {START_TIME, *(r.pattern for r in rules),
+                                        *(r.roster for r in rules if r.roster)}]
+
+    @lru_cache(maxsize=4096)
+    def wanted(name: str) -> bool:
+        # A family (TYPE, HELP) or its samples: _total, _sum, _created ... and the bare name.
+        base = next((name[:-len(x)] for x in ("_total", "_created", "_sum", "_count", "_bucket")
+                     if name.endswith(x)), name)
+        return any(named(p, n) for p in patterns for n in (name, base, base + "_sum"))
+    return wanted
+
+
+def _first(rules: list[Rule], p: Pairing, worst: bool) -> tuple[Found | None, int]:
     for i, r in enumerate(rules):
-        if (found := answer(r, after, delta, worst)) is not None:
+        if (found := answer(r, p, worst)) is not None:
             return found, i
     return None, len(rules)
 
 
-def _storage_reads(rules: list[Rule], after: MetricSet, delta: MetricSet) -> Found | None:
-    found, i = _first(rules, after, delta, worst=False)
+def _storage_reads(rules: list[Rule], p: Pairing) -> Found | None:
+    found, i = _first(rules, p, worst=False)
     if found is None or found.ranks:
         return found
     # The answer came from a counter without ranks (SGLang's per-request count, from the entry
     # rank's view): a per-rank counter further down still speaks, and the least wins, so one
     # rank that read nothing is not hidden behind another rank's view.
     for later in rules[i + 1:]:
-        ranked = answer(later, after, delta) if later.shard or later.split else None
+        ranked = answer(later, p) if later.shard or later.split else None
         if ranked is not None and ranked.ranks:
             series = found.series + ranked.series
             if ranked.value < found.value:
@@ -102,28 +131,48 @@ def _storage_reads(rules: list[Rule], after: MetricSet, delta: MetricSet) -> Fou
 
 
 def _block_size(engine: str, after: MetricSet, given: int | None) -> tuple[int | None, str]:
-    if given:
-        return given, f"{given}"
     r = BLOCK_SIZE.get(engine)
     values = {s.value for s in after.select(r.pattern)} if r else set()
-    if len(values) != 1 or not (size := values.pop()) > 0 or not float(size).is_integer():
+    said = values.pop() if len(values) == 1 else None
+    if given:
+        if said is not None and said != given:  # the user's figure against the engine's own
+            raise PairingError(f"the block size given ({given} tokens: --block-tokens, or "
+                               f"the arm's kv_block_tokens) contradicts the engine's own "
+                               f"{r.pattern} = {said:g}")
+        return given, f"{given}"
+    if said is None or not said > 0 or not float(said).is_integer():
         return None, ""  # unknown, or models of different block sizes behind one frontend
-    return int(size), f"{int(size)} ({r.pattern})"
+    return int(said), f"{int(said)} ({r.pattern})"
 
 
-def attribute(engine: str, before: MetricSet, after: MetricSet,
-              block_tokens: int | None = None) -> StorageAttribution:
-    """Deltas of one phase by engine; block_tokens converts block counters (KVBM) to tokens."""
+def attribute(engine: str, before: MetricSet | None, after: MetricSet,
+              block_tokens: int | None = None,
+              restart_expected: bool = False) -> StorageAttribution:
+    """Deltas of one phase by engine; block_tokens converts block counters (KVBM) to tokens.
+
+    before None: totals since the engine started (settle), not a phase. restart_expected: the
+    protocol restarted the engine between the scrapes (its start time must show it)."""
     if engine not in ADAPTERS:
         raise AttributionError(f"unknown engine {engine!r}; known: {', '.join(ADAPTERS)}")
-    delta = after.delta(before)
+    pairing = Pairing(before, after, restart_expected)
+    reads = families(engine)
+    pairing.same_engine = any(pairing.has(s) for s in after.samples if reads(s.name))
     v: dict[str, float | None] = dict.fromkeys(QUANTITIES)
     matched: dict[str, list[str]] = {}
     caveats: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    unclassified: dict[str, str] = {}
     ranks: Found | None = None
     for quantity, rules in ADAPTERS[engine].items():
-        found = _storage_reads(rules, after, delta) if quantity == "storage_read_tokens" \
-            else _first(rules, after, delta, quantity in WORST)[0]
+        try:
+            found = _storage_reads(rules, pairing) if quantity == "storage_read_tokens" \
+                else _first(rules, pairing, quantity in WORST)[0]
+        except PairingError as exc:
+            errors[quantity] = str(exc)
+            continue
+        except Unclassified as exc:
+            unclassified[quantity] = str(exc)
+            continue
         if found is None:
             continue
         v[quantity], matched[quantity] = found.value, found.series
@@ -133,7 +182,11 @@ def attribute(engine: str, before: MetricSet, after: MetricSet,
             ranks = found
 
     # Blocks name their tier; a token counter that adds DRAM and disk up (KVBM's) does not.
-    size, how = _block_size(engine, after, block_tokens)
+    try:
+        size, how = _block_size(engine, after, block_tokens)
+    except PairingError as exc:
+        size, how, errors["storage_read_tokens"] = None, "", str(exc)
+        v["storage_read_tokens"] = None
     if v["storage_read_blocks"] is not None and size:
         v["storage_read_tokens"] = v["storage_read_blocks"] * size
         matched["storage_read_tokens"] = [f"derived: storage_read_blocks x {how}"]
@@ -143,7 +196,7 @@ def attribute(engine: str, before: MetricSet, after: MetricSet,
         ranks = None
 
     def derive(quantity: str, value: float | None, how: str) -> None:
-        if v[quantity] is None and value is not None:
+        if v[quantity] is None and value is not None and quantity not in errors:
             v[quantity], matched[quantity] = value, [f"derived: {how}"]
 
     if v["gpu_hit_tokens"] is not None and v["storage_read_tokens"] is not None:
@@ -157,5 +210,5 @@ def attribute(engine: str, before: MetricSet, after: MetricSet,
                "prompt_tokens - cached_tokens")
     return StorageAttribution(
         engine=engine, **v, matched=matched, rank_reads=ranks.ranks if ranks else {},
-        rank_mode=ranks.mode if ranks else "", caveats=caveats, resets=delta.resets,
-        unknown=[q for q in QUANTITIES if v[q] is None])
+        rank_mode=ranks.mode if ranks else "", caveats=caveats, errors=errors,
+        unclassified=unclassified, unknown=[q for q in QUANTITIES if v[q] is None])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, NonNegativeInt
 
 from .disks import AttributionError, DiskCounters, DiskIO, device_read_bytes
 
@@ -31,9 +31,9 @@ class StorageSnapshot(BaseModel):
 class StorageReads(BaseModel):
     """What the storage side delivered between two snapshots; None where nothing is watched."""
 
-    device_bytes: int | None = None
-    nic_bytes: int | None = None
-    rdma_bytes: int | None = None
+    device_bytes: NonNegativeInt | None = None
+    nic_bytes: NonNegativeInt | None = None
+    rdma_bytes: NonNegativeInt | None = None
     per_item: dict[str, int] = Field(default_factory=dict)  # device / NIC / port: bytes
 
     @property

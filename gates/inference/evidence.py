@@ -4,8 +4,10 @@ Each row is one signal — an engine counter (per rank, per tier), a storage-sid
 devices, storage NICs, RDMA ports, the engine process's read bytes), a physical bound, or a
 control (eviction, page cache, CPU tier, working set) — with its value, what agreement means,
 and whether it agrees. The proof passes only when an engine counter that can decide and a
-storage-side signal independently agree and nothing disagrees; a signal that disagrees fails
-it by name; anything short of that is INCONCLUSIVE, never a PASS. Pure.
+storage-side signal independently agree and nothing disagrees; a signal that could not be read
+(bad input: an unpaired or reset series, a value that is not a count, a user figure the engine
+contradicts) makes it an ERROR by name; a signal that disagrees fails it by name; anything short
+of that is INCONCLUSIVE, never a PASS. Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Agreement(enum.StrEnum):
     AGREES = "agrees"
     DISAGREES = "disagrees"
     INCONCLUSIVE = "inconclusive"  # it cannot tell (e.g. the working set fits in memory)
+    ERROR = "error"  # its input could not be read or contradicts itself: bad input, named
     ABSENT = "not exposed"  # the engine or host does not expose it: neither for nor against
 
 
@@ -60,10 +63,17 @@ class Signal(BaseModel):
 
 
 class ChainVerdict(BaseModel):
-    """PASS, FAIL or INCONCLUSIVE, with the reason a reader can check against the table."""
+    """PASS, FAIL, ERROR or INCONCLUSIVE, with the reason a reader can check against the table."""
 
-    outcome: Outcome  # PASS, FAIL, or ERROR for INCONCLUSIVE
+    outcome: Outcome  # PASS, FAIL, or ERROR for ERROR and INCONCLUSIVE
     reason: str
+
+    @property
+    def word(self) -> str:
+        """The verdict as `kvgate proof` prints it: PASS, FAIL, ERROR or INCONCLUSIVE."""
+        if self.outcome is not Outcome.ERROR:
+            return self.outcome.value
+        return "ERROR" if self.reason.startswith("ERROR") else "INCONCLUSIVE"
 
     @property
     def inconclusive(self) -> bool:
@@ -73,6 +83,10 @@ class ChainVerdict(BaseModel):
 
 def judge_chain(signals: list[Signal]) -> ChainVerdict:
     """The proof's verdict: every disagreement named, and PASS only for a complete chain."""
+    broken = [s for s in signals if s.agreement is Agreement.ERROR]
+    if broken:
+        return ChainVerdict(outcome=Outcome.ERROR, reason="ERROR: " + "; ".join(
+            f"{s.signal}: {s.note or s.expected}" for s in broken))
     against = [s for s in signals if s.agreement is Agreement.DISAGREES]
     if against:
         return ChainVerdict(outcome=Outcome.FAIL, reason="; ".join(

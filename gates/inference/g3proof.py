@@ -1,24 +1,24 @@
 """G3's storage-read measurements: the engine's counters, GPU hits, devices, the process. Pure.
 
 Each is one signal of the evidence chain (gates.inference.proof) kept as its own measurement, so
-the summary and earlier readers find the figures they always had; the chain judges them
-together.
+the summary and earlier readers find the figures they always had. They apply the chain's own
+rules and references (chainrows), so none is more lenient or stricter than the chain, which G3
+judges them with and `kvgate proof` prints alone.
 """
 
 from __future__ import annotations
 
 from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
-from .proof import GPU_HIT_MAX
+from .chainrows import GPU_HIT_MAX
 from .repetitions import Repetition, probe_evidence
 
 PROOF_FAILED = "KV did not come from the candidate storage"
 
 
-def reference_bytes(cand: list[Repetition],
-                    kv_bytes_per_token: int | None) -> tuple[float | None, str]:
-    """What the storage side is held against, as the evidence chain holds it."""
-    reference, what = probe_evidence(cand, kv_bytes_per_token).storage_reference()
-    return (reference or None), what
+def references(cand: list[Repetition],
+               kv_bytes_per_token: int | None) -> list[tuple[float, str]]:
+    """Every figure the storage side is held against, as the evidence chain holds it."""
+    return probe_evidence(cand, kv_bytes_per_token).storage_references()
 
 
 def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
@@ -41,11 +41,11 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
         if any(x is None for x in gpu) or not expected else \
         gpu_hits.measured(sum(gpu) / expected * 100, hits_limit, at=c,
                           note="a cold probe must not be answered by the GPU cache")
-    reference = reference_bytes(cand, kv_bytes_per_token)
-    disk = device_reads(c, cand, Limit(lo=limits.storage_side_band_min,
-                                       hi=limits.storage_side_band_max, unit="%",
-                                       key="g3.storage_side_band_min"), reference)
-    own = [process_reads(c, cand, fraction_limit, reference)] \
+    refs = references(cand, kv_bytes_per_token)
+    band = Limit(lo=limits.storage_side_band_min, hi=limits.storage_side_band_max, unit="%",
+                 key="g3.storage_side_band_min")
+    disk = device_reads(c, cand, band, refs)
+    own = [process_reads(c, cand, band, refs)] \
         if all(r.process_read_bytes is not None for r in cand) else []
     for m in (read, hits, disk, *own):
         if m.outcome is Outcome.FAIL:
@@ -56,39 +56,49 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
     return [read, hits, disk, *own]
 
 
-def device_reads(c: int, cand: list[Repetition], limit: Limit,
-                 reference: tuple[float | None, str] | None = None) -> Measurement:
-    """The KV devices' own read bytes rose by what the probes read (no page cache)."""
-    declared = G3["g3.device_reads"]
-    engine, what = reference or reference_bytes(cand, None)
-    device = [r.device_read_bytes for r in cand]
-    if any(d is None for d in device):
-        return declared.not_applicable("no block device to watch: name the array's devices in "
-                                       "site.toml [topology] devices", at=c)
-    if not engine:
-        return declared.error("the engine exposes no storage-read byte counter and the KV "
-                              "bytes per token are unknown", limit, at=c)
-    m = declared.measured(sum(device) / engine * 100, limit, at=c,
-                          note=f"devices read {sum(device):,} bytes, {what} "
-                          f"{engine:,.0f} (a page-cache hit reads no device)")
-    if limit.hi is not None and m.value > limit.hi:
+def _held(declared, c: int, value: float, refs: list[tuple[float, str]], limit: Limit,
+          what: str) -> Measurement:
+    """value against every reference: below the band at any fails, above it at any is marked."""
+    first, name = refs[0]
+    pcts = [(value / r * 100, r, n) for r, n in refs]
+    low = min(pcts)
+    others = "; ".join(f"{p:,.4g} % of {n}" for p, _, n in pcts[1:])
+    m = declared.measured(pcts[0][0], limit, at=c, note=f"{what} {value:,.0f} bytes, {name} "
+                          f"{first:,.0f}" + (f"; {others}" if others else ""))
+    if limit.lo is not None and low[0] < limit.lo:
+        return m.model_copy(update={"outcome": Outcome.FAIL})
+    if limit.hi is not None and max(pcts)[0] > limit.hi:
         # Not a failure of the tier: other readers of the KV devices make the figure unfit.
-        other = sum(device) - engine
-        m = m.model_copy(update={"outcome": Outcome.MARGINAL, "note": (
+        other = value - first
+        return m.model_copy(update={"outcome": Outcome.MARGINAL, "note": (
             f"other I/O on the KV devices during the probe: {other:,.0f} bytes; {m.note}")})
     return m
 
 
+def device_reads(c: int, cand: list[Repetition], limit: Limit,
+                 refs: list[tuple[float, str]] | None = None) -> Measurement:
+    """The KV devices' own read bytes rose by what the probes read (no page cache)."""
+    declared = G3["g3.device_reads"]
+    refs = references(cand, None) if refs is None else refs
+    device = [r.device_read_bytes for r in cand]
+    if any(d is None for d in device):
+        return declared.not_applicable("no block device to watch: name the array's devices in "
+                                       "site.toml [topology] devices", at=c)
+    if not refs:
+        return declared.error("the engine exposes no storage-read byte counter and the KV "
+                              "bytes per token are unknown", limit, at=c)
+    return _held(declared, c, sum(device), refs, limit,
+                 "devices read (a page-cache hit reads no device):")
+
+
 def process_reads(c: int, cand: list[Repetition], limit: Limit,
-                  reference: tuple[float | None, str] | None = None) -> Measurement:
+                  refs: list[tuple[float, str]] | None = None) -> Measurement:
     """The engine's processes made the storage layer read what the probes needed."""
     declared = G3["g3.process_reads"]
-    engine, what = reference or reference_bytes(cand, None)
-    process = sum(r.process_read_bytes or 0 for r in cand)
-    if not engine:
+    refs = references(cand, None) if refs is None else refs
+    if not refs:
         return declared.error("the engine reports no bytes restored and the KV bytes per "
                               "token are unknown", limit, at=c)
-    return declared.measured(process / engine * 100, limit, at=c,
-                             note=f"the process tree read {process:,} bytes from storage "
-                                "(/proc/PID/io read_bytes: page-cache hits do not count), "
-                                f"{what} {engine:,.0f}")
+    return _held(declared, c, sum(r.process_read_bytes or 0 for r in cand), refs, limit,
+                 "the process tree read from storage (/proc/PID/io read_bytes: page-cache "
+                 "hits do not count):")

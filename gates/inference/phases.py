@@ -19,7 +19,7 @@ from .disks import DiskCounters, device_read_bytes, restore_gbps
 from .identity import ServerIdentity, server_identity
 from .loadgen import Endpoint, LoadResult, LoadSettings, run_phase
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
-from .promtext import MetricSet, MetricsMismatch, MetricsParseError, Sample, parse_metrics
+from .promtext import MAX_EXPOSITION, MetricSet, MetricsParseError, merge_targets, parse_metrics
 from .workloads import EVICT, PROBE, SEED, WARMUP, Plan
 
 Eviction = Literal["reset", "flood", "none"]
@@ -49,7 +49,13 @@ class HttpMetrics:
                     url, timeout=aiohttp.ClientTimeout(total=30)) as response:
                 if response.status != 200:
                     raise PhaseError(f"{url}: HTTP {response.status}")
-                return parse_metrics(await response.text())
+                body = bytearray()
+                async for chunk in response.content.iter_chunked(2**16):
+                    body += chunk
+                    if len(body) > MAX_EXPOSITION:  # refused before it fills the memory
+                        raise PhaseError(f"{url}: the exposition is larger than "
+                                         f"{MAX_EXPOSITION // 2**20} MiB, the most kvgate reads")
+                return parse_metrics(body.decode("utf-8", "replace"))
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise PhaseError(f"{url}: {exc!r}") from None
         except MetricsParseError as exc:
@@ -71,26 +77,18 @@ TARGET_LABEL = "scrape_target"  # added to every series when an arm names severa
 
 async def scrape_targets(source: MetricsSource, urls: Sequence[str]) -> MetricSet:
     """Every scrape target an arm names, merged into one set (Dynamo frontend + KVBM port)."""
-    sets = [(url, await source.scrape(url)) for url in urls]
-    if len(sets) == 1:
-        return sets[0][1]
-    # Series of two targets may share a name and labels (two replicas): the target tells them
-    # apart, so a delta never mixes one target's counter with another's.
-    samples = [Sample(name=x.name, labels=x.labels | {TARGET_LABEL: url}, value=x.value)
-               for url, m in sets for x in m.samples]
-    return MetricSet(samples=samples, types={k: v for _, m in sets for k, v in m.types.items()},
-                     help={k: v for _, m in sets for k, v in m.help.items()})
+    return merge_targets([(url, await source.scrape(url)) for url in urls], TARGET_LABEL)
 
 
 async def settle(source: MetricsSource, urls: Sequence[str], engine: str,
                  interval: float = 0.5, quiet_polls: int = 3, timeout: float = 120.0) -> float:
     """Wait until the storage-write counters stop moving; returns the seconds waited."""
     start = time.monotonic()
-    last, quiet, zero = None, 0, parse_metrics("")
+    last, quiet = None, 0
     while quiet < quiet_polls and time.monotonic() - start < timeout:
         snap = await scrape_targets(source, urls)
-        # Totals since the engine started (a delta from nothing), not a delta of a snapshot.
-        written = attribute(engine, zero, snap).storage_write_bytes
+        # Totals since the engine started (no before scrape), not a delta of a snapshot.
+        written = attribute(engine, None, snap).storage_write_bytes
         quiet = quiet + 1 if written == last else 0
         last = written
         if quiet < quiet_polls:
@@ -150,14 +148,6 @@ async def _scrape(source: MetricsSource, urls: Sequence[str]) -> tuple[MetricSet
         return None, f"metrics: {exc}"
 
 
-def _attribute(engine: str, before: MetricSet, after: MetricSet, block_tokens: int | None,
-               urls: Sequence[str]) -> StorageAttribution:
-    try:
-        return attribute(engine, before, after, block_tokens)
-    except MetricsMismatch as exc:  # a family changed type between the scrapes
-        raise PhaseError(f"{', '.join(urls)}: {exc}") from None
-
-
 class ColdRecovery(BaseModel):
     """A cold-recovery run: its phases, what the server says it read, what the disks read."""
 
@@ -179,6 +169,7 @@ class ColdRecovery(BaseModel):
     # Storage NICs' receive bytes and RDMA ports' bytes in the probe (NVMe-oF), when watched.
     nic_read_bytes: int | None = None
     rdma_read_bytes: int | None = None
+    probe_prompt_tokens: int | None = None  # what the probe asked for: the tokens' ceiling
 
     def storage_read_bytes(self) -> float | None:
         """Storage-read bytes of the probe summed over endpoints, None if not exposed."""
@@ -243,16 +234,14 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
     problem = problem or early or late
     attribution = StorageAttribution(engine=engine or "unknown")
     if not problem:
-        try:
-            attribution = _attribute(engine, before, after, block_tokens, urls)
-        except PhaseError as exc:
-            problem = str(exc)
+        attribution = attribute(engine, before, after, block_tokens)
     return ColdRecovery(
         engine=engine or "unknown", seed=seed, probe=probe,
         eviction="; ".join(filter(None, [done, dropped])), page_cache=dropped,
         process_read_bytes=read_bytes_delta(io_before, io_after), settle_seconds=waited,
         attribution=[attribution], metrics_error=problem, server=server,
         expected_kv_tokens=plan.total_expected_kv_tokens,
+        probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)),
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,
         nic_read_bytes=wire.nic_bytes if wire else None,

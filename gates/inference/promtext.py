@@ -1,14 +1,17 @@
-"""Prometheus ``/metrics`` bodies as typed samples, and deltas between two scrapes. Pure: no I/O.
+"""Prometheus ``/metrics`` bodies as typed samples. Pure: no I/O (a stream of lines is read).
 
 prometheus_client's parsers read the text format 0.0.4 and OpenMetrics 1.0 (ends with ``# EOF``);
-ours are the model (Sample, MetricSet), errors naming the line, and checks for what they misread."""
+ours are the model (Sample, MetricSet), errors naming the line, checks for what they misread, a
+size limit, and a filter: families a reader does not want are checked line by line and dropped
+before prometheus_client sees them, so a large exposition streams in bounded memory (bench/
+parse_memory.py measures it)."""
 
 from __future__ import annotations
 
 import io
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from traceback import walk_tb
 
 from prometheus_client.openmetrics.parser import text_fd_to_metric_families as _openmetrics
@@ -30,6 +33,12 @@ _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
 _FLOAT = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _VALUE = re.compile(rf"{_FLOAT}|[+-]?(?:[Nn][Aa][Nn]|[Ii][Nn][Ff])", re.ASCII)
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+# The most text one exposition may hold (characters, ~ bytes): engines serve well under 1 MiB
+# (a DP-8 vLLM with every histogram: a few MiB); above this it is refused, naming the limit.
+MAX_EXPOSITION = 64 * 2**20
+# The most series one scrape may keep (those of the families a reader keeps, or all): an engine
+# serves a few thousand; memory grows with the series kept (bench/parse_memory.py measures it).
+MAX_SERIES = 100_000
 
 
 class MetricsParseError(ValueError):
@@ -38,10 +47,6 @@ class MetricsParseError(ValueError):
     def __init__(self, line: int, message: str, family: str | None = None):
         super().__init__(f"line {line}: " + (f"{family}: " if family else "") + message)
         self.line, self.family = line, family
-
-
-class MetricsMismatch(ValueError):
-    """Two scrapes that cannot be subtracted: a family's TYPE differs between them."""
 
 
 class Sample(BaseModel):
@@ -78,12 +83,11 @@ def _matches(sample: Sample, labels: Labels | None) -> bool:
 
 
 class MetricSet(BaseModel):
-    """Every sample of one scrape (or the deltas between two), with HELP and TYPE."""
+    """Every sample of one scrape (or the families of it a filter kept), with HELP and TYPE."""
 
     samples: list[Sample] = Field(default_factory=list)
     types: dict[str, str] = Field(default_factory=dict)  # as declared, by the declared name
     help: dict[str, str] = Field(default_factory=dict)
-    resets: list[str] = Field(default_factory=list)  # delta only: series whose counter fell
     # OpenMetrics ``*_created`` samples (of counters, histograms, summaries, untyped): start times
     # (s since the epoch), not counts; apart from ``samples`` so no select, sum or delta sees them.
     created: list[Sample] = Field(default_factory=list)
@@ -109,59 +113,48 @@ class MetricSet(BaseModel):
         chosen = self.select(name, labels)
         return add_up([s.value for s in chosen]) if chosen else None
 
-    def delta(self, before: MetricSet) -> MetricSet:
-        """Per series: self minus before; new series count from 0, reset counters from 0."""
-        for family, kind in self.types.items():  # a counter minus a gauge means nothing
-            was = before.types.get(family, kind)
-            if was != kind and {was, kind} != {"untyped", "unknown"}:
-                raise MetricsMismatch(f"family {family}: TYPE {was} before, {kind} after")
-        # A counter that fell was restarted: its delta is its new value, as PromQL's increase()
-        # takes it, and the series is listed in ``resets`` so a report can say so.
-        old = {s.key: s.value for s in before.samples}
-        out, resets = [], []
-        for s in self.samples:
-            value = s.value - old.get(s.key, 0.0)
-            if value < 0 and self._is_counter(s.name):
-                value = s.value
-                resets.append(s.key)
-            out.append(Sample(name=s.name, labels=s.labels, value=value))
-        return MetricSet(samples=out, types=dict(self.types), help=dict(self.help),
-                         resets=resets, created=list(self.created))
-
-    def _is_counter(self, name: str) -> bool:
-        kind = self.type_of(name)
-        if kind in ("histogram", "summary"):  # a gauge histogram's buckets may fall
-            return name.endswith(("_bucket", "_count", "_sum"))
-        return kind == "counter" or kind in ("untyped", "unknown") and name.endswith("_total")
-
 
 class _Lines:
-    """The text as prometheus_client reads it, line by line: counted, and checked first.
+    """The text as prometheus_client reads it, line by line: counted, checked, and filtered.
 
     Its parsers misread garbled text (measured, 0.26): "x 1 2 3" is 1 at time 3, "x \u0663" is 3,
-    "\\t" stays in a label value, a second TYPE wins, an unknown type fails lines later."""
+    "\\t" stays in a label value, a second TYPE wins, an unknown type fails lines later. Lines
+    of families ``keep`` refuses are checked here and never reach it (nor memory)."""
 
-    def __init__(self, text: str, openmetrics: bool):
-        self.text, self.om, self.n, self.line, self.family = text, openmetrics, 0, "", None
-        self.types, self.samples = {}, []  # TYPE by name; (number, text) of each sample line
+    def __init__(self, lines: Iterable[str], openmetrics: bool,
+                 keep: Callable[[str], bool] | None, limit: int):
+        self.lines, self.om, self.n, self.line, self.family = lines, openmetrics, 0, "", None
+        self.keep, self.limit, self.size = keep or (lambda name: True), limit, 0
+        self.types, self.samples = {}, []  # TYPE by name; (number, text) of each kept sample
 
     def __iter__(self) -> Iterator[str]:
-        for n, raw in enumerate(io.StringIO(self.text), start=1):
-            self.n, self.line = n, raw.rstrip("\n") if self.om else raw.rstrip("\r\n").strip(" \t")
+        for n, raw in enumerate(self.lines, start=1):
+            self.n, self.size = n, self.size + len(raw)
+            if self.size > self.limit:
+                raise self.error(f"the exposition is larger than {self.limit // 2**20} MiB, "
+                                 "the most kvgate reads")
+            self.line = raw.rstrip("\n") if self.om else raw.rstrip("\r\n").strip(" \t")
             parts, self.family = self.line.split(None, 3), None
             if parts[:1] == ["#"] and len(parts) > 2 and parts[1] in ("HELP", "TYPE", "UNIT"):
                 name, kind = parts[2], parts[3].strip() if len(parts) > 3 else ""
                 self.family = name if _NAME.fullmatch(name) else None
                 if not (self.family or name.startswith('"')):  # quoted: a UTF-8 name, theirs
                     raise self.error(f"{name[:60]!r} is not a metric name")
+                if self.family and not self.keep(name):
+                    continue
                 if parts[1] == "TYPE" and self.family:
                     if kind not in TYPES or name in self.types:
                         raise self.error("TYPE given a second time" if kind in TYPES
                                          else f"unknown type {kind[:40]!r}")
                     self.types[name] = kind
             elif self.line and not self.line.startswith("#"):
-                self.samples.append((n, self.line))
                 self._sample(self.line)
+                if self.family and not self.keep(self.family):
+                    continue
+                self.samples.append((n, self.line))
+                if len(self.samples) > MAX_SERIES:
+                    raise self.error(f"more than {MAX_SERIES:,} series in the families kept, "
+                                     "the most kvgate reads from one scrape")
             yield raw
 
     def error(self, message: str) -> MetricsParseError:
@@ -211,17 +204,36 @@ def _number(value: float) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def parse_metrics(text: str, content_type: str | None = None) -> MetricSet:
-    """Parse a ``/metrics`` body: OpenMetrics if content_type or a final ``# EOF`` says so."""
+def is_openmetrics(tail: str, content_type: str | None = None) -> bool:
+    """OpenMetrics if the content type says so, or (none given) the text ends with ``# EOF``."""
     kind = (content_type or "").split(";")[0].strip().lower()
-    om = kind == "application/openmetrics-text" or kind != "text/plain" and \
-        text.rstrip("\n").rsplit("\n", 1)[-1] == "# EOF"
-    lines, families, start = _Lines(text, om), [], 1
+    return kind == "application/openmetrics-text" or kind != "text/plain" and \
+        tail.rstrip("\n").rsplit("\n", 1)[-1] == "# EOF"
+
+
+def parse_metrics(text: str | Iterable[str], content_type: str | None = None, *,
+                  keep: Callable[[str], bool] | None = None, openmetrics: bool | None = None,
+                  limit: int = MAX_EXPOSITION) -> MetricSet:
+    """Parse a ``/metrics`` body (a string, or its lines as a stream) into a MetricSet.
+
+    The format: ``openmetrics``, else content_type, else a final ``# EOF`` (a string only).
+    ``keep(name)``: the families to keep (by sample or family name); the others are checked
+    line by line and dropped. Text past ``limit`` characters is refused."""
+    if isinstance(text, str):
+        if len(text) > limit:
+            raise MetricsParseError(1, f"the exposition is larger than {limit // 2**20} MiB, "
+                                    "the most kvgate reads")
+        om = is_openmetrics(text, content_type) if openmetrics is None else openmetrics
+        text = io.StringIO(text)
+    else:
+        om = bool(openmetrics) if openmetrics is not None else is_openmetrics("", content_type)
+    lines, out, parsed, start = _Lines(text, om, keep, limit), MetricSet(), 0, 1
     try:
-        for family in (_openmetrics if om else _text)(lines):
-            families.append(family)
+        for f in (_openmetrics if om else _text)(lines):
+            parsed += len(f.samples)
+            _add(out, f, om, lines.types)  # as each family closes: no second copy is held
             start = lines.n  # the line that closed this family opened the next
-    except MetricsParseError:
+    except (MetricsParseError, UnicodeDecodeError):  # ours, or the stream's: not a text file
         raise
     except Exception as exc:  # anything from inside prometheus_client: callers get ours only
         detail = (f"{exc} ({exc.__context__})" if exc.__context__ else str(exc))[:200]
@@ -230,20 +242,37 @@ def parse_metrics(text: str, content_type: str | None = None) -> MetricSet:
         if frames:
             raise MetricsParseError(start, detail, frames[0].f_locals.get("name")) from None
         raise lines.error(detail or f"cannot parse {lines.line[:60]!r}") from None
-    out = MetricSet(types=dict(lines.types))
-    for f in families:
-        # 0.0.4: prometheus_client names counter families without _total, samples with; undo.
-        renamed = not om and f.type == "counter" and f.name in lines.types
-        declared = f.name + "_total" if f.type == "counter" and not (om or renamed) else f.name
-        out.help.update({declared: f.documentation} if f.documentation else {})
-        for s in f.samples:
-            ms = None if s.timestamp is None else round(float(s.timestamp) * 1000)
-            name = s.name[:-6] if renamed else s.name
-            # Start times of counters, histograms, summaries, or orphaned (client_python#1177).
-            created = om and name.endswith("_created") and f.type not in ("gauge", "stateset")
-            (out.created if created else out.samples).append(Sample(
-                name=name, labels=dict(s.labels), value=_number(s.value), timestamp_ms=ms))
+    out.types = dict(lines.types)
     keys = [s.key for s in out.samples + out.created]
-    if len(set(keys)) < len(keys) or sum(len(f.samples) for f in families) < len(lines.samples):
+    if len(set(keys)) < len(keys) or parsed < len(lines.samples):
         raise lines.duplicate()
     return out
+
+
+def _add(out: MetricSet, f, om: bool, types: dict[str, str]) -> None:
+    # 0.0.4: prometheus_client names counter families without _total, samples with; undo.
+    renamed = not om and f.type == "counter" and f.name in types
+    declared = f.name + "_total" if f.type == "counter" and not (om or renamed) else f.name
+    out.help.update({declared: f.documentation} if f.documentation else {})
+    for s in f.samples:
+        ms = None if s.timestamp is None else round(float(s.timestamp) * 1000)
+        name = s.name[:-6] if renamed else s.name
+        # Start times of counters, histograms, summaries, or orphaned (client_python#1177).
+        created = om and name.endswith("_created") and f.type not in ("gauge", "stateset")
+        (out.created if created else out.samples).append(Sample(
+            name=name, labels=dict(s.labels), value=_number(s.value), timestamp_ms=ms))
+
+
+def merge_targets(scrapes: list[tuple[str, MetricSet]], label: str) -> MetricSet:
+    """Several scrape targets as one set, every series labelled with its target (label)."""
+    if len(scrapes) == 1:
+        return scrapes[0][1]
+    # Two targets may serve one name and labels (two replicas): the target tells them apart,
+    # so a delta never mixes one target's counter with another's.
+    return MetricSet(
+        samples=[x.model_copy(update={"labels": x.labels | {label: t}})
+                 for t, m in scrapes for x in m.samples],
+        created=[x.model_copy(update={"labels": x.labels | {label: t}})
+                 for t, m in scrapes for x in m.created],
+        types={k: v for _, m in scrapes for k, v in m.types.items()},
+        help={k: v for _, m in scrapes for k, v in m.help.items()})

@@ -48,6 +48,12 @@ class Repetition(BaseModel):
     metrics_error: str = ""
     storage_read_failures: float | None = None
     cpu_hit_tokens: float | None = None
+    # The tokens' ceilings: what the probe sent, and the prompt tokens the engine counted;
+    # series whose delta was refused, labels the rules could not place (the proof says so).
+    probe_prompt_tokens: int | None = None
+    engine_prompt_tokens: float | None = None
+    input_errors: list[str] = []
+    unclassified: list[str] = []
     cpu: CpuUse | None = None  # who used the CPU during the repetition (a starved engine?)
     kv_dir: str = ""  # the arm's KV directory, and the bytes of files found in it after the run
     kv_dir_bytes: int | None = None
@@ -91,7 +97,7 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
             if k not in ("storage_read_tokens", "storage_read_bytes", "gpu_hit_tokens")}
            if len(attribution) == 1 else {}),
         nic_read_bytes=cold.nic_read_bytes, rdma_read_bytes=cold.rdma_read_bytes,
-        metrics_error=cold.metrics_error,
+        metrics_error=cold.metrics_error, probe_prompt_tokens=cold.probe_prompt_tokens,
         server=cold.server.describe() if cold.server else "",
         simulated=bool(cold.server and cold.server.simulated))
 
@@ -111,6 +117,9 @@ def probe_evidence(reps: list[Repetition], kv_bytes_per_token: int | None) -> Pr
             process_read_bytes=r.process_read_bytes, probe_seconds=r.probe_seconds,
             page_cache_dropped=bool(r.page_cache), repetitions=1, error=r.metrics_error,
             storage_read_failures=r.storage_read_failures, cpu_hit_tokens=r.cpu_hit_tokens,
-            kv_dir=r.kv_dir, kv_dir_bytes=r.kv_dir_bytes)
+            kv_dir=r.kv_dir, kv_dir_bytes=r.kv_dir_bytes,
+            probe_prompt_tokens=r.probe_prompt_tokens,
+            engine_prompt_tokens=r.engine_prompt_tokens, input_errors=r.input_errors,
+            unclassified=r.unclassified)
         total = one if not total.repetitions else total + one
     return total

@@ -1,0 +1,252 @@
+"""The evidence chain's rules, one test per hole issue #25 found with crafted before/after
+expositions (`kvgate proof`, the rules G3 uses): each of these gave a PASS (or a traceback, or a
+false FAIL) on 010cc10. Items 7-9 (G3 beside the offline proof): test_proof_g3.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from _expositions import engine_counts, render
+
+from gates.cli import main
+
+DATA = Path(__file__).parent / "data" / "metrics"
+KV = 131072  # KV bytes per token
+EXPECTED = 8192
+NEEDED = EXPECTED * KV
+
+
+def proof(capsys, tmp_path: Path, before: str, after: str, *args: str,
+          engine: str = "vllm") -> tuple[int, str]:
+    (tmp_path / "before.prom").write_text(before)
+    (tmp_path / "after.prom").write_text(after)
+    code = main(["proof", "--engine", engine, "--before", str(tmp_path / "before.prom"),
+                 "--after", str(tmp_path / "after.prom"), *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+STANDARD = ("--expected-tokens", str(EXPECTED), "--kv-bytes-per-token", str(KV),
+            "--device-bytes", str(NEEDED))
+# A vLLM engine whose connector names the disk tier; its lifetime counters already hold one
+# probe's worth of disk hits (the seed's run earlier).
+IDLE = engine_counts(prompt=8256, compute=64, disk=EXPECTED)
+PROBED = engine_counts(prompt=16512, compute=128, disk=2 * EXPECTED)
+
+
+def test_a_probe_that_read_its_context_from_disk_passes(capsys, tmp_path):
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([PROBED]), *STANDARD)
+    assert code == 0 and out.rstrip().splitlines()[-1].startswith("PASS"), out
+
+
+# ---- 1. a series missing from before is not counted from zero --------------------------------
+
+def test_an_empty_before_is_an_error_naming_the_series(capsys, tmp_path):
+    # No movement at all: the after scrape's lifetime counter would be the probe's delta.
+    code, out = proof(capsys, tmp_path, "", render([IDLE]), *STANDARD)
+    assert code == 2 and "ERROR" in out, out
+    assert re.search(r'vllm:prompt_tokens_cached_by_source_total\{engine="0",model_name="m",'
+                     r'source="[a-z_]+"\} is in the after scrape only', out), out
+
+
+@pytest.mark.parametrize("fmt", ["om", "om_"])
+def test_a_format_change_between_the_scrapes_still_pairs_the_series(capsys, tmp_path, fmt):
+    # Text before, OpenMetrics after ('vllm_' with prometheus_client's default escaping): the
+    # same counter, unmoved. Keyed on the exact name, 8,192 lifetime tokens became the delta.
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([IDLE], fmt), *STANDARD)
+    assert code == 1 and "FAIL" in out, out
+    assert re.search(r"= 0 tokens, expected ≥ 7,373 of 8,192 expected tokens.*: disagrees", out)
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([PROBED], fmt), *STANDARD)
+    assert code == 0, out
+
+
+def test_extra_labels_in_after_are_an_error_naming_the_labels(capsys, tmp_path):
+    extra = {"instance": "10.0.0.7:8000", "job": "vllm"}
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([IDLE], extra=extra), *STANDARD)
+    assert code == 2 and "ERROR" in out, out
+    assert "instance,job" in out and "a scraper added or dropped labels" in out
+
+
+# ---- 2. counter resets ---------------------------------------------------------------------
+
+def test_a_counter_that_fell_is_an_error_not_the_new_value(capsys, tmp_path):
+    before = render([engine_counts(prompt=20000, compute=128, disk=2 * EXPECTED)])
+    after = render([engine_counts(prompt=8256, compute=64, disk=EXPECTED)])  # restarted
+    code, out = proof(capsys, tmp_path, before, after, *STANDARD)
+    assert code == 2 and "ERROR" in out and "fell from 16,384 to 8,192" in out, out
+    assert "reset" in out
+
+
+def test_a_restart_is_accepted_only_when_expected_and_shown_by_the_start_time(capsys, tmp_path):
+    before = render([engine_counts(prompt=20000, compute=128, disk=2 * EXPECTED)],
+                    start_time=1.7e9)
+    after = render([engine_counts(prompt=8256, compute=64, disk=EXPECTED)], start_time=1.7e9 + 60)
+    code, out = proof(capsys, tmp_path, before, after, *STANDARD)
+    assert code == 2 and "restart" in out, out  # not expected: an error
+    code, out = proof(capsys, tmp_path, before, after, *STANDARD, "--restarted")
+    assert code == 0, out  # expected and shown: every series counts from the restart
+    same = render([engine_counts(prompt=8256, compute=64, disk=EXPECTED)], start_time=1.7e9)
+    code, out = proof(capsys, tmp_path, before, same, *STANDARD, "--restarted")
+    assert code == 2 and "does not show one" in out, out
+    # A restart with no counter falling (16,384 -> restart -> 24,576) is caught by the time.
+    rose = render([engine_counts(prompt=30000, compute=192, disk=3 * EXPECTED)],
+                  start_time=1.7e9 + 60)
+    code, out = proof(capsys, tmp_path, before, rose, *STANDARD)
+    assert code == 2 and "the engine restarted between the scrapes" in out, out
+
+
+# ---- 3. every engine-side figure has a floor and a ceiling -----------------------------------
+
+@pytest.mark.parametrize("disk, words", [
+    (100 * EXPECTED, "more than the probe could have read"),
+    (1e300, "more than the probe could have read"),
+])
+def test_more_tokens_than_the_probe_could_need_never_pass(capsys, tmp_path, disk, words):
+    after = engine_counts(prompt=16512, compute=128, disk=EXPECTED + disk)
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([after]), *STANDARD)
+    assert code != 0 and "PASS" not in out.splitlines()[-1], out
+    assert words in out
+
+
+def test_more_storage_tokens_than_the_engine_counted_prompt_tokens_is_not_a_pass(capsys, tmp_path):
+    after = engine_counts(prompt=8256 + 4096, compute=64, disk=2 * EXPECTED)
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([after]), *STANDARD,
+                      "--prompt-tokens", "8256")
+    assert code == 2 and "INCONCLUSIVE" in out, out
+    assert "the prompt tokens the engine counted" in out
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_infinite_or_nan_counters_are_refused_as_bad_input(capsys, tmp_path, value):
+    after = engine_counts(prompt=16512, compute=128, disk=value)
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([after]), *STANDARD)
+    assert code == 2 and out.splitlines()[-1].startswith("ERROR"), out
+    assert "not a count" in out and "nan tokens" not in out
+
+
+# ---- 4. a storage-side signal that cannot name the target's devices --------------------------
+
+@pytest.mark.parametrize("flag", ["--nic-bytes", "--rdma-bytes", "--process-bytes"])
+def test_nic_rdma_or_process_bytes_never_alone_rule_memory_out(capsys, tmp_path, flag):
+    # ExampleConnector: its hits are external_unspecified, so the tier-blind counter answers.
+    before = render([engine_counts(prompt=8256, compute=64, unspecified=EXPECTED)])
+    after = render([engine_counts(prompt=16512, compute=128, unspecified=2 * EXPECTED)])
+    common = ("--expected-tokens", str(EXPECTED), "--kv-bytes-per-token", str(KV),
+              "--memory", "1TiB")
+    code, out = proof(capsys, tmp_path, before, after, *common, flag, str(NEEDED))
+    assert code == 2 and "INCONCLUSIVE" in out, out
+    assert "cannot name the target's devices" in out
+    code, out = proof(capsys, tmp_path, before, after, *common, "--device-bytes", str(NEEDED))
+    assert code == 0, out
+
+
+# ---- 5. ranks --------------------------------------------------------------------------------
+
+def _lmcache(name: str, label: str = "worker_id", drop: str = "") -> str:
+    """An LMCache TP8 recording with vLLM's own families (the GPU-hit counter) beside it."""
+    text = (DATA / f"{name}.prom").read_text().replace("worker_id=", f"{label}=")
+    text = "\n".join(x for x in text.splitlines() if not drop or drop not in x) + "\n"
+    return text + (DATA / f"vllm.{name.split('.')[-1]}.prom").read_text()
+
+
+LMCACHE = ("--expected-tokens", str(EXPECTED), "--kv-bytes-per-token", str(KV),
+           "--device-bytes", str(NEEDED), "--prompt-tokens", "8208")
+
+
+def test_a_rank_label_the_rules_do_not_know_is_not_summed(capsys, tmp_path):
+    # TP8 labelled tp_rank, rank 5 at zero: summed into one "rank" it was 7 x 8,192 and passed.
+    after = _lmcache("lmcache-tp8.after", "tp_rank").replace(
+        'tp_rank="5"} 8192.0', 'tp_rank="5"} 0.0')
+    code, out = proof(capsys, tmp_path, _lmcache("lmcache-tp8.before", "tp_rank"), after,
+                      *LMCACHE, engine="lmcache")
+    assert code == 2 and "INCONCLUSIVE" in out, out
+    assert "label tp_rank takes several values" in out
+
+
+@pytest.mark.parametrize("side, words", [("before", "appears in the after scrape only"),
+                                         ("after", "not in the after scrape")])
+def test_a_rank_appearing_or_vanishing_between_the_scrapes_is_an_error(capsys, tmp_path, side,
+                                                                        words):
+    before, after = _lmcache("lmcache-tp8.before"), _lmcache("lmcache-tp8.after")
+    if side == "before":
+        before = _lmcache("lmcache-tp8.before", drop='worker_id="7"')
+    else:
+        after = _lmcache("lmcache-tp8.after", drop='worker_id="7"')
+    code, out = proof(capsys, tmp_path, before, after, *LMCACHE, engine="lmcache")
+    assert code == 2 and "ERROR" in out and words in out, out
+    assert re.search(r'worker_id="?7', out)
+
+
+def test_a_rank_count_the_engine_contradicts_is_an_error_not_a_fail(capsys, tmp_path):
+    args = ("--ranks", "4")
+    code, out = proof(capsys, tmp_path, _lmcache("lmcache-tp8.before"),
+                      _lmcache("lmcache-tp8.after"), *LMCACHE, *args, engine="lmcache")
+    assert code == 2 and out.splitlines()[-1].startswith("ERROR"), out
+    assert "the site's 4 ranks contradict the 8 the engine's counters name" in out
+    code, out = proof(capsys, tmp_path, _lmcache("lmcache-tp8.before"),
+                      _lmcache("lmcache-tp8.after"), *LMCACHE, "--ranks", "8", engine="lmcache")
+    assert code == 0, out
+
+
+def test_an_idle_data_parallel_replica_does_not_fail_the_probe(capsys, tmp_path):
+    # One probe request, routed to DP engine 0; engine 1 served nothing and read nothing.
+    before = render([IDLE, engine_counts(prompt=100, compute=100)])
+    after = render([PROBED, engine_counts(prompt=100, compute=100)])
+    code, out = proof(capsys, tmp_path, before, after, *STANDARD, "--json")
+    body = json.loads(out)
+    idle = next(s for s in body["signals"] if s["signal"] == "rank engine=1")
+    assert "idle" in idle["note"] and idle["agreement"] == "not exposed"
+    assert code == 0, body["reason"]
+
+
+# ---- 6. every numeric option finite and in range ---------------------------------------------
+
+@pytest.mark.parametrize("args, option", [
+    (("--expected-tokens", "0"), "--expected-tokens"),
+    (("--expected-tokens", "-5"), "--expected-tokens"),
+    (("--expected-tokens", "nan"), "--expected-tokens"),
+    (("--read-fraction-min", "-50"), "--read-fraction-min"),
+    (("--read-fraction-min", "150"), "--read-fraction-min"),
+    (("--kv-bytes-per-token", "-131072"), "--kv-bytes-per-token"),
+    (("--device-bytes=-1e9",), "--device-bytes"),
+    (("--device-bytes", "inf"), "--device-bytes"),
+    (("--nic-bytes", "inf"), "--nic-bytes"),
+    (("--process-bytes", "inf"), "--process-bytes"),
+    (("--probe-seconds", "nan"), "--probe-seconds"),
+    (("--probe-seconds", "-1"), "--probe-seconds"),
+    (("--ranks", "0"), "--ranks"),
+    (("--block-tokens", "0"), "--block-tokens"),
+    (("--prompt-tokens", "inf"), "--prompt-tokens"),
+    (("--memory=-1GiB",), "--memory"),
+    (("--restore-bw", "inf GB/s"), "--restore-bw"),
+])
+def test_an_option_out_of_range_is_refused_naming_it(capsys, tmp_path, args, option):
+    pairs = [a.split("=", 1) if "=" in a else None for a in args]
+    given = dict(p for p in pairs if p) or dict(zip(args[::2], args[1::2], strict=True))
+    base = dict(zip(STANDARD[::2], STANDARD[1::2], strict=True)) | given
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([PROBED]),
+                      *[f"{k}={v}" for k, v in base.items()])
+    assert code == 2 and option in out and "Traceback" not in out, out
+    assert "PASS" not in out and "FAIL" not in out
+
+
+def test_negative_bytes_per_token_and_device_bytes_are_both_named(capsys, tmp_path):
+    code, out = proof(capsys, tmp_path, render([IDLE]), render([PROBED]),
+                      "--expected-tokens", "8192", "--kv-bytes-per-token", "-8",
+                      "--device-bytes=-65536")
+    assert code == 2 and "--kv-bytes-per-token" in out and "--device-bytes" in out, out
+
+
+def test_a_gzip_or_binary_file_is_refused_naming_the_file(capsys, tmp_path):
+    import gzip
+
+    (tmp_path / "g.prom").write_bytes(gzip.compress(render([IDLE]).encode()))
+    (tmp_path / "b.prom").write_bytes(b"vllm:x 1\n\xff\xfe\x00binary\n")
+    for name, words in (("g.prom", "gzip"), ("b.prom", "not a text exposition")):
+        code = main(["proof", "--engine", "vllm", "--before", str(tmp_path / name), "--after",
+                     str(tmp_path / name), *STANDARD])
+        out = capsys.readouterr()
+        assert code == 2 and name in out.err and words in out.err, out.err
