@@ -89,6 +89,13 @@ class Arm(Strict):
     # launch: the CPU cores the engine's processes may run on (sched_setaffinity), e.g. [0] on
     # a 2-core host so a CPU engine leaves the load generator a core; [] = all.
     cpus: list[Annotated[int, Field(ge=0)]] = []
+    # The engine's parallelism: tensor, pipeline and data-parallel ranks. G3 holds the ranks
+    # its storage counters name against them (gates.inference.labelled_ranks: LMCache one
+    # series per TP x PP rank, SGLang per TP x PP x DP rank, vLLM per DP engine); a count
+    # that differs is an ERROR naming both.
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    dp: PositiveInt = 1
 
     @field_validator("engine")
     @classmethod

@@ -190,7 +190,8 @@ def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition
     if chains is None:
         chains = g3_chains(cand, recompute, ProofContext(
             read_fraction_min=limits.storage_read_fraction_min,
-            band=(limits.storage_side_band_min, limits.storage_side_band_max)), None)
+            band=(limits.storage_side_band_min, limits.storage_side_band_max)),
+            kv_bytes_per_token)
     out: list[Measurement] = []
     for c, level in sorted(pairs.items()):
         group = [x for _, x in level]

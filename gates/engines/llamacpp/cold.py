@@ -214,4 +214,5 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,
         process_read_bytes=read_bytes_delta(io_before, io_after), page_cache=dropped,
-        probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server)
+        probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server,
+        probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)))
