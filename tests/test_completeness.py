@@ -56,6 +56,21 @@ def test_a_carrier_is_never_required_and_an_arm_error_leaves_the_rest_named(tmp_
     assert "g2.request_errors @ concurrency" in incomplete.note
 
 
+def test_a_gate_its_carrier_says_was_blocked_is_blocked_not_incomplete(tmp_path, repo):
+    """G3 blocked by a workload that differs from G2's: nothing was attempted, nothing is
+    missing; a check the user deselected is still named."""
+    from gates.core import G3
+    here = scope(tmp_path, repo)
+    blocked = [G3["g3.comparison"].blocked("workload differs from G2's: rerun G2 first")]
+    assert G3.complete(blocked, here) == blocked
+    record = GateRecord(gate="g3", run_id="r", site="s", started="t",
+                        measurements=G3.complete(blocked, here))
+    assert record.verdict is Outcome.BLOCKED
+    *_, named = G3.complete(blocked, here, not_run=["test_ttft_p50_reduction"])
+    assert named.note == (f"{INCOMPLETE}: checks not run: test_ttft_p50_reduction (a gate's "
+                          "verdict needs every measurement it declares: run its checks whole)")
+
+
 def test_not_applicable_only_for_a_fact_of_the_site(tmp_path, repo):
     """G4's SMART rules apply once devices are named: "nvme-cli is missing" is then an ERROR."""
     smart = G4["g4.media_errors"].not_applicable("nvme-cli is not installed")

@@ -95,6 +95,11 @@ def test_g3_restoring_beats_recomputing(world, g3):
                                                                 busy)
     assert ms[f"TTFT speed-up vs recompute {C}"]["value"] > 1, (
         ms[f"TTFT speed-up vs recompute {C}"], busy)
+    # The recompute arm is the baseline's server (no tier): its control repetitions serve.
+    assert g3["facts"]["recompute reference"].startswith("the G3 control baseline's")
+    assert not any("g3-arm-recompute" in p for p in g3["evidence"])
+    looks = g3["tables"][f"Sequential looks {C}"]
+    assert looks["rows"][-1][2].endswith("→ PASS"), looks
 
 
 def test_greedy_outputs_after_restore_equal_recompute(g3):

@@ -158,8 +158,13 @@ class Declarations:
         """
         out = [self._excused(m, scope) for m in measurements]
         taken = {(m.id, m.at) for m in out} | {(m.id, None) for m in out}
-        missing = [d.id if level is None else f"{d.id} @ {d.per} {level}"
-                   for d, level in self.required(scope) if (d.id, level) not in taken]
+        # A carrier that says the gate was BLOCKED (its upstream, its workload) stands for every
+        # measurement the gate never attempted: the verdict is BLOCKED, not INCOMPLETE.
+        blocked = any(m.outcome is Outcome.BLOCKED and self.needs.get(m.id or "", Need()).carrier
+                      for m in out)
+        missing = [] if blocked else [d.id if level is None else f"{d.id} @ {d.per} {level}"
+                                      for d, level in self.required(scope)
+                                      if (d.id, level) not in taken]
         parts = ([f"not measured: {', '.join(missing)}"] if missing else []) + (
             [f"checks not run: {', '.join(not_run)}"] if not_run else [])
         if parts:
