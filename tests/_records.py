@@ -98,6 +98,24 @@ def trusted_g2(out: Path, site: Path, thresholds: Path, read_limit: float,
     return _save(out, record, G2_FILE, reps)
 
 
+def g2_from_measured(out: Path, g2: dict, why: str) -> dict:
+    """A passing G2 record holding a real G2 run's own repetitions, for G3 to stand on.
+
+    For a G2 that measured a real engine and failed on timing alone (its CV on a machine whose
+    speed moved): G3 decides from its own pairs, and needs of G2 only its workload and its
+    baseline repetitions. The record says it was written by the test, and why.
+    """
+    source = out / g2["run_id"] / "evidence" / G2_FILE
+    reps = [Repetition.model_validate(r) for r in json.loads(source.read_text())]
+    record = GateRecord(gate="g2", run_id="g2-from-measured", site=g2["site"], started="t",
+                        deviations=[f"written by the test from G2 run {g2['run_id']}'s measured "
+                                    f"repetitions (tests/_records.py): {why}"],
+                        facts={"workload_hash": g2["facts"]["workload_hash"]},
+                        measurements=[Measurement.measured("stand-in", 1.0,
+                                                           Limit.at_least(0.5))])
+    return _save(out, record, G2_FILE, reps)
+
+
 def trusted_g3(out: Path, site: Path, thresholds: Path, prefill_tokens_per_s: float) -> dict:
     """A passing G3 record whose unthrottled candidate sets G4's operating point."""
     limits = load_thresholds(thresholds)[0]

@@ -66,6 +66,7 @@ context_tokens = 256
 question_tokens = 8
 output_tokens = 8
 chunk_tokens = 16
+kv_bytes_per_token = 1024
 eviction = "{eviction}"
 warmup = 1
 [soak]
@@ -92,7 +93,8 @@ def world(tmp_path_factory, repo):
     targets' disk (disk-note.txt says which it is)."""
     root = tmp_path_factory.mktemp("e2e")
     text = (repo / "thresholds.toml").read_text()
-    text = text.replace("concurrency = [8, 16]", "concurrency = [2]")
+    # One level, 1: G3's correctness check then reuses the arms' own concurrency-1 probes.
+    text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
     # G3's pairs: a look at 3 and at 5 (the shipped plan goes to 12: a decided case stops at 3
@@ -163,7 +165,7 @@ def test_g3_blocked_without_a_g2_pass(world):
 
 def test_a_workload_bigger_than_the_kv_directory_is_refused_before_it_starts(world):
     site = site_text(on_disk(world, "t-big")).replace(
-        "eviction =", "kv_bytes_per_token = 1000000000000\neviction =")
+        "kv_bytes_per_token = 1024", "kv_bytes_per_token = 1000000000000")
     passed_g1(world / "big")
     done, record = run(world, "g2", site, out="big")
     assert done.returncode == 2
@@ -188,11 +190,11 @@ def test_g2_measures_a_stable_baseline(world, g2):
         (g2_failure(world / "timing", record), done.stdout[-3000:])
     ms = outcomes(record)
     assert record["facts"]["workload_hash"] == g2["facts"]["workload_hash"]
-    assert ms["Baseline TTFT p50 @ concurrency 2"]["value"] > 0
-    assert ms["Baseline request errors @ concurrency 2"]["value"] == 0
-    assert any(p.startswith("evidence/g2-arm-baseline-c2-r") for p in record["evidence"])
+    assert ms["Baseline TTFT p50 @ concurrency 1"]["value"] > 0
+    assert ms["Baseline request errors @ concurrency 1"]["value"] == 0
+    assert any(p.startswith("evidence/g2-arm-baseline-c1-r") for p in record["evidence"])
     # The model the G3 tests stand on is what the simulator measures (the timing allowed).
-    for name in ("Baseline TTFT p50 @ concurrency 2", "Baseline output throughput @ concurrency 2"):
+    for name in ("Baseline TTFT p50 @ concurrency 1", "Baseline output throughput @ concurrency 1"):
         measured, modelled = ms[name]["value"], outcomes(g2)[name]["value"]
         if abs(measured / modelled - 1) > 0.15:
             text = (f"{name}: G2 measured {measured:.4g}, tests/_records.py models "
@@ -204,7 +206,7 @@ def test_g2_measures_a_stable_baseline(world, g2):
 
 def load_generator_saturated(world, record):
     """"" if G3's load generator kept up; else why not, when other processes took the CPU."""
-    fit = outcomes(record)["Load generator fit for a gate @ concurrency 2"]
+    fit = outcomes(record)["Load generator fit for a gate @ concurrency 1"]
     if fit["outcome"] == "PASS":
         return ""
     why = "; ".join([fit["note"], *cpu_lines(world / "out", record, G3_REPS)])
@@ -228,8 +230,8 @@ def test_g3_passes_on_a_faster_candidate(world, g2):
     done, record = run(world, "g3", site_text(on_disk(world, "t1")))
     assert record is not None, done.stdout[-3000:]
     ms = outcomes(record)
-    assert ms["TTFT p50 reduction @ concurrency 2"]["outcome"] == "PASS"
-    assert ms["KV tokens read from the candidate storage @ concurrency 2"]["value"] == 100
+    assert ms["TTFT p50 reduction @ concurrency 1"]["outcome"] == "PASS"
+    assert ms["KV tokens read from the candidate storage @ concurrency 1"]["value"] == 100
     assert record["upstream"]["gate"] == "g2" and record["upstream"]["run_id"] == g2["run_id"]
     saturated = load_generator_saturated(world, record)
     others = [m for m in failed(record) if m["id"] != "g3.loadgen_fit"]
@@ -268,7 +270,7 @@ def test_g3_fails_on_a_slow_candidate(world, g2):
     done, record = run(world, "g3", site_text(on_disk(world, "t1"),
                                               ', "--read-limit", "0.5MB/s"'))
     assert done.returncode == 1
-    assert outcomes(record)["TTFT p50 reduction @ concurrency 2"]["outcome"] == "FAIL"
+    assert outcomes(record)["TTFT p50 reduction @ concurrency 1"]["outcome"] == "FAIL"
 
 
 def test_a_candidate_as_fast_as_its_baseline_fails_and_is_never_passed(world, g2):
@@ -277,11 +279,11 @@ def test_a_candidate_as_fast_as_its_baseline_fails_and_is_never_passed(world, g2
     same = f', "--read-limit", "{BASELINE}"'
     done, record = run(world, "g3", site_text(on_disk(world, "t1"), same))
     ms = outcomes(record)
-    ttft = ms["TTFT p50 reduction @ concurrency 2"]
+    ttft = ms["TTFT p50 reduction @ concurrency 1"]
     assert done.returncode == 1, done.stdout[-3000:]
     assert ttft["outcome"] == "FAIL" and ttft["interval"][1] < 25, ttft
     assert record["verdict"] == "FAIL"
-    looks = record["tables"]["Sequential looks @ concurrency 2"]
+    looks = record["tables"]["Sequential looks @ concurrency 1"]
     assert looks["rows"][-1][2].endswith("→ FAIL"), looks
     assert "not independent draws" in record["facts"]["comparison design"]
 
@@ -299,7 +301,7 @@ def test_g3_fails_when_the_gpu_cache_answered(world):
     trusted(world, "none", site)  # G2 at the same workload and eviction
     done, record = run(world, "g3", site, "none")
     assert done.returncode == 1, done.stdout[-3000:]
-    proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 2"]
+    proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 1"]
     assert proof["outcome"] == "FAIL"
     assert proof["note"].startswith("KV did not come from the candidate storage")
 
@@ -369,7 +371,7 @@ def test_kv_written_outside_the_arms_kv_dir_fails_the_proof(world, g2):
     assert str(elsewhere) in site
     done, record = run(world, "g3", site)
     assert done.returncode == 1, done.stdout[-3000:]
-    chain = outcomes(record)["Storage-read evidence chain @ concurrency 2"]
+    chain = outcomes(record)["Storage-read evidence chain @ concurrency 1"]
     assert chain["outcome"] == "FAIL" and "KV files in the arm's kv_dir" in chain["note"]
 
 

@@ -204,9 +204,15 @@ def _consistency(p: ProbeEvidence, lo: float, hi: float) -> list[Signal]:
                        "that served (LMCache counts remote backends only); the devices decide")]
     ok, pct, _ = _against(said, [(tokens, "")], lo, hi) if not _bad(said) else \
         (Agreement.ERROR, said, "")
+    # The KV bytes per token are the site's figure (or its [sizing] model's): a wrong one
+    # looks like tokens from elsewhere, so the note names it beside the engine's cause.
+    per = f"{p.kv_bytes_per_token:,} B" if p.kv_bytes_per_token else "the figure"
     note = {Agreement.DISAGREES: "fewer bytes than the tokens need: some of those tokens "
-            "came from elsewhere (a memory tier the token counter also counts)",
-            Agreement.INCONCLUSIVE: "more bytes than the tokens need",
+            "came from elsewhere (a memory tier the token counter also counts), or the KV "
+            f"bytes per token ({per}, [workload] kv_bytes_per_token or the [sizing] model's) "
+            "are not this engine's",
+            Agreement.INCONCLUSIVE: "more bytes than the tokens need, or the KV bytes per token "
+            f"({per}) are not this engine's",
             Agreement.ERROR: "not a count"}.get(ok, "")
     return [Signal(kind=Kind.CONTROL, signal=name, value=pct, unit="%",
                    expected=f"{lo:g}-{hi:g} %", agreement=ok,
