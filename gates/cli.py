@@ -183,8 +183,10 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     html = options.out / "pytest-html" / f"{options.run_id}.html"
     argv = [*(str(path) for g in runnable for path in suites[g]), "-m", " or ".join(runnable),
             "--rootdir", str(shipped("suites").parent), "-p", "no:cacheprovider", "-q",
-            "--html", str(html), "--self-contained-html",
-            "-W", "ignore::pytest.PytestAssertRewriteWarning", *args.pytest_args]
+            # A gate run is not a test run: hypothesis' plugin (installed with the test extras)
+            # costs a second at every exit, and the suites' asserts need no rewriting.
+            "-p", "no:hypothesispytest", "--assert=plain",
+            "--html", str(html), "--self-contained-html", *args.pytest_args]
     code = pytest.main(argv, plugins=[PresetRun(options, config, runnable)])
     with Store(options.out) as store:
         records = store.records(options.run_id)
