@@ -44,6 +44,7 @@ BASELINE = "1MB/s"
 # profile's 20,000 tokens/s recompute took 13 ms and the speed-up fell to 0.99 under load).
 PREFILL = 2000
 DISK = "disk"  # where the targets live: the loop device, when there is one
+QUICK = "thresholds-two-pairs.toml"  # G3 decided from two pairs (tests not of the comparison)
 WORLD_ENV = "KVGATE_E2E_WORLD"  # marks this module's engines among other tests' on the machine
 SIM = ('["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}", '
        f'"--prefill-tokens-per-s", "{PREFILL}"')
@@ -101,6 +102,9 @@ def world(tmp_path_factory, repo):
     # either way, and an undecided one would cost 24 engine runs per test).
     text = text.replace("pair_looks = [3, 5, 8, 12]", "pair_looks = [3, 5]")
     (root / "thresholds.toml").write_text(text)
+    # One look at two pairs, for the tests of the proof and of correctness, whose candidate is
+    # ten times faster than its baseline: its comparison is decided there.
+    (root / QUICK).write_text(text.replace("pair_looks = [3, 5]", "pair_looks = [2]"))
     passed_g1(root / "out")
     passed_g1(root / "timing")  # the timing test's G2 stands on its own G1
     with own_disk(root / DISK) as disk:
@@ -130,11 +134,11 @@ def passed_g1(out):
                                          "stand-in", 1.0, Limit.at_least(0.5))]))
 
 
-def run(world, gate, site, out="out", *extra):
+def run(world, gate, site, out="out", *extra, thresholds="thresholds.toml"):
     path = world / f"site-{gate}-{abs(hash(site))}.toml"
     path.write_text(site)
     done = subprocess.run([sys.executable, "-m", "gates.cli", "run", gate, "--site", str(path),
-                           "--thresholds", str(world / "thresholds.toml"), "--out",
+                           "--thresholds", str(world / thresholds), "--out",
                            str(world / out), *extra], capture_output=True, text=True,
                           timeout=600, env=world_env(world))
     records = sorted((world / out).glob(f"*/{gate}.json"), key=lambda p: p.stat().st_mtime)
@@ -227,7 +231,7 @@ def load_generator_saturated(world, record):
 
 
 def test_g3_passes_on_a_faster_candidate(world, g2):
-    done, record = run(world, "g3", site_text(on_disk(world, "t1")))
+    done, record = run(world, "g3", site_text(on_disk(world, "t1")), thresholds=QUICK)
     assert record is not None, done.stdout[-3000:]
     ms = outcomes(record)
     assert ms["TTFT p50 reduction @ concurrency 1"]["outcome"] == "PASS"
@@ -299,7 +303,7 @@ def test_g3_fails_when_the_gpu_cache_answered(world):
     site = site_text(on_disk(world, "t-none"), eviction="none")
     passed_g1(world / "none")
     trusted(world, "none", site)  # G2 at the same workload and eviction
-    done, record = run(world, "g3", site, "none")
+    done, record = run(world, "g3", site, "none", thresholds=QUICK)
     assert done.returncode == 1, done.stdout[-3000:]
     proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 1"]
     assert proof["outcome"] == "FAIL"
@@ -308,7 +312,7 @@ def test_g3_fails_when_the_gpu_cache_answered(world):
 
 def test_g3_fails_when_chunks_are_corrupted(world, g2):
     corrupt = ', "--faults", \'{{"corrupt_fraction": 1.0}}\''
-    done, record = run(world, "g3", site_text(on_disk(world, "t1"), corrupt))
+    done, record = run(world, "g3", site_text(on_disk(world, "t1"), corrupt), thresholds=QUICK)
     assert done.returncode == 1
     m = outcomes(record)["Outputs differing from recompute (first 8 tokens, concurrency 1)"]
     assert m["outcome"] == "FAIL" and "probe-ctx-" in m["note"]
@@ -369,7 +373,7 @@ def test_kv_written_outside_the_arms_kv_dir_fails_the_proof(world, g2):
         '"--kv-dir", "{kv_dir}"]\nkv_dir = "' + str(t1) + '/kv-candidate"',
         f'"--kv-dir", "{elsewhere}"]\nkv_dir = "{t1}/kv-candidate"')
     assert str(elsewhere) in site
-    done, record = run(world, "g3", site)
+    done, record = run(world, "g3", site, thresholds=QUICK)
     assert done.returncode == 1, done.stdout[-3000:]
     chain = outcomes(record)["Storage-read evidence chain @ concurrency 1"]
     assert chain["outcome"] == "FAIL" and "KV files in the arm's kv_dir" in chain["note"]
