@@ -3,17 +3,17 @@
 For every recording in bench/data/pairs-*.json (bench/record_pairs.py: ABBA pairs of whole
 cold-recovery repetitions of the simulator or of llama.cpp on this machine), every level and
 both figures (TTFT p50 reduction, output-throughput gain), the pairs' log ratios d_i are split
-into their mean and their residuals r_i = d_i - mean (scaled by sqrt(n / (n - 1)), so the
-resampled spread is not the sample's, smaller one). A synthetic site with a chosen true effect
-is then mu + r*, where r* is a circular block bootstrap of the residuals in recorded order
-(blocks of 3 pairs: a slow stretch of the machine stays together, as it did), and the gate's
-own rule (gates.core.sequential, thresholds.toml's plan) decides it. Printed per recording,
+into their median (the rule's figure) and their residuals r_i = d_i - median (scaled by
+sqrt(n / (n - 1)), so the resampled spread is not the sample's, smaller one). A synthetic
+site with a chosen true effect is then mu + r*, where r* is a circular block bootstrap of the
+residuals in recorded order (blocks of 3 pairs: a slow stretch of the machine stays together,
+as it did), and the gate's own rule (gates.core.sequential, thresholds.toml's plan) decides it. Printed per recording,
 level and figure:
 
 * P(PASS), P(FAIL) and the mean pairs used against the true effect (the limit - 10 points to
   + 20, and 0 %: a candidate exactly as fast as its baseline);
-* the measured coverage of the nominal 95 % t interval, and of each look's own interval, at
-  every pair count the rule can stop at.
+* the measured coverage of the nominal 95 % interval (the sign test's, as the rule computes
+  it), and of each look's own interval, at every pair count the rule can stop at.
 
 Targets (issue #24): P(PASS | effect = limit) <= 5 %, P(PASS | limit + 10 points) >= 95 %,
 coverage of the nominal 95 % interval >= 93 % at every stopping pair count.
@@ -38,8 +38,9 @@ from gates.core import (
     Limit,
     load_thresholds,
     log_ratios,
+    looks_problem,
     sequential,
-    t_interval,
+    sign_interval,
     to_log,
 )
 from gates.inference import look_plan
@@ -52,11 +53,11 @@ BLOCK = 3
 
 
 def residuals(pairs: list[dict], field: str) -> list[float]:
-    """The recorded pairs' log ratios minus their mean, scaled to the population spread."""
+    """The recorded pairs' log ratios minus their median, scaled to the population spread."""
     d = log_ratios([p["reps"]["baseline"][field] for p in pairs],
                    [p["reps"]["candidate"][field] for p in pairs])
-    mean, scale = statistics.fmean(d), math.sqrt(len(d) / (len(d) - 1))
-    return [scale * (x - mean) for x in d]
+    centre, scale = statistics.median(d), math.sqrt(len(d) / (len(d) - 1))
+    return [scale * (x - centre) for x in d]
 
 
 def resample(r: list[float], n: int, rng: random.Random) -> list[float]:
@@ -81,12 +82,12 @@ def characteristic(r, metric, limit, rule, statistic, effect, sims, rng):
 
 
 def coverage(r, metric, looks, level, sims, rng):
-    """Share of intervals at ``level`` holding the true mean, at each pair count in looks."""
+    """Share of intervals at ``level`` holding the true median, at each pair count in looks."""
     mu, out = to_log(metric, 30.0), []
     for n in looks:
         hit = 0
         for _ in range(sims):
-            _, lo, hi = t_interval([mu + e for e in resample(r, n, rng)], level)
+            _, lo, hi = sign_interval([mu + e for e in resample(r, n, rng)], level)
             hit += lo <= mu <= hi
         out.append(hit / sims)
     return out
@@ -142,6 +143,8 @@ def main() -> None:
     p.add_argument("--sims", type=int, default=2000, help="synthetic sites per cell")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plain", action="store_true", help="plain text tables")
+    p.add_argument("--looks", type=int, nargs="*",
+                   help="another schedule of looks to measure (default: thresholds.toml's)")
     args = p.parse_args()
     if not 100 <= args.sims <= 100_000:
         sys.exit("--sims must be between 100 and 100000")
@@ -149,6 +152,11 @@ def main() -> None:
     if not files:
         sys.exit("no recordings: run bench/record_pairs.py first")
     thresholds, _ = load_thresholds(ROOT / "thresholds.toml")
+    if args.looks:
+        alpha = (1 - thresholds.decision.confidence) / 2
+        if problem := looks_problem(args.looks, alpha):
+            sys.exit(f"--looks {args.looks}: {problem}")
+        thresholds.g3.pair_looks = args.looks
     print(f"decision risk: {machine()}; thresholds revision {thresholds.meta.revision}; "
           f"{args.sims} synthetic sites per cell, seed {args.seed}")
     missed = [m for f in files for m in report(f, args, thresholds)]

@@ -262,7 +262,7 @@ def terminal_visible(config: pytest.Config):
 
 def outcome_failure(measurement: Measurement) -> str:
     """The text a gate check fails with, or "" when its outcome lets the test pass."""
-    if measurement.outcome in (Outcome.PASS, Outcome.NOT_APPLICABLE):
+    if measurement.outcome in (Outcome.PASS, Outcome.REPORTED, Outcome.NOT_APPLICABLE):
         return ""
     value = f"{measurement.value:.4g} {measurement.unit}" if measurement.value is not None \
         else "not measured"

@@ -1,7 +1,7 @@
 """G2 then G3 through `kvgate run` against a real engine: the world, the runs, the records.
 
 Shared by tests/test_llamacpp_e2e.py and tests/test_vllm_e2e.py: a passing G1 record, a small
-thresholds file (one concurrency level, two repetitions, G3's pairs looked at after 3 and 5),
+thresholds file (one concurrency level, two repetitions, G3's pairs looked at after 3),
 the engine's site file; G3 runs only on a G2 that passed, and a G2 that did not says whether
 contention caused it.
 """
@@ -31,7 +31,10 @@ def engine_world(root: Path, repo: Path, site_text: str) -> Path:
     text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
     text = text.replace("repetitions = 3", "repetitions = 2")
     text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
-    text = text.replace("pair_looks = [3, 5, 8, 12]", "pair_looks = [3, 5]")  # G3's pairs
+    # G3's pairs: one look at 3 at confidence 0.7 (15 % per side; the sign test's fewest
+    # pairs there), as in tests/test_g2g3_e2e.py: these tests are of the engines' wiring.
+    text = text.replace("confidence = 0.95", "confidence = 0.7")
+    text = text.replace("pair_looks = [7, 14, 28]", "pair_looks = [3]")
     (root / "thresholds.toml").write_text(text)
     (root / "site.toml").write_text(site_text)
     passed_g1(root / "out")

@@ -1,6 +1,5 @@
 """gates.inference.comparison: G3's pairs turned into decisions, stated risks and tables."""
 
-import math
 
 import pytest
 
@@ -33,23 +32,25 @@ def by_id(ms):
     return {m.id: m for m in ms}
 
 
-CLEAR = pairs([0.5, 0.52, 0.49, 0.51, 0.5], [1.6, 1.62, 1.58, 1.61, 1.6])
+CLEAR = pairs([0.5, 0.52, 0.49, 0.51, 0.5, 0.48, 0.53],
+              [1.6, 1.62, 1.58, 1.61, 1.6, 1.63, 1.59])
 
 
 def test_a_clear_level_is_decided_at_the_first_look_with_its_risk_stated():
-    looks = level_looks(8, CLEAR[:3], LIMITS, DECISION)
-    assert level_done(looks)
-    ms = by_id(comparison(8, CLEAR[:3], LIMITS, DECISION))
+    assert not level_done(level_looks(8, CLEAR[:6], LIMITS, DECISION))  # no look before 7
+    assert level_done(level_looks(8, CLEAR, LIMITS, DECISION))
+    ms = by_id(comparison(8, CLEAR, LIMITS, DECISION))
     ttft = ms["g3.ttft_p50_reduction"]
-    assert ttft.outcome is Outcome.PASS and ttft.value == pytest.approx(
-        100 * (1 - math.exp(sum(map(math.log, [0.5, 0.52, 0.49])) / 3)))
-    assert ttft.interval[0] > 25
-    assert "look 1 of 4 at [3, 5, 8, 12] pairs" in ttft.note
+    assert ttft.outcome is Outcome.PASS and ttft.value == pytest.approx(50.0)  # median 0.5
+    assert ttft.interval == pytest.approx((47.0, 52.0))  # the extremes at 7 pairs
+    assert "median of candidate / baseline over 7 ABBA pairs" in ttft.note
+    assert "look 1 of 3 at [7, 14, 28] pairs" in ttft.note
     assert "P(PASS)" in ttft.note and "if the true figure were the limit 25 %" in ttft.note
 
 
 def test_a_fail_on_one_figure_stops_the_level_and_the_other_says_why():
-    level = pairs([1.0, 1.01, 0.99], [1.6, 1.2, 2.1])  # no TTFT gain; throughput noisy
+    level = pairs([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0],  # no TTFT gain
+                  [1.6, 1.2, 2.1, 1.1, 1.9, 1.25, 1.3])  # throughput noisy about the limit
     assert level_done(level_looks(8, level, LIMITS, DECISION))
     ms = by_id(comparison(8, level, LIMITS, DECISION))
     assert ms["g3.ttft_p50_reduction"].outcome is Outcome.FAIL
@@ -58,28 +59,47 @@ def test_a_fail_on_one_figure_stops_the_level_and_the_other_says_why():
     assert "not decided (the level stopped when the TTFT p50 reduction failed)" in gain.note
 
 
-def test_an_undecided_level_goes_on_until_the_budget_then_says_how_many_more_pairs():
-    # A reduction of ~27 % with a spread the 12-pair plan cannot resolve against 25 %.
-    noisy = [0.80, 0.66, 0.78, 0.68, 0.77, 0.67, 0.79, 0.66, 0.76, 0.70, 0.75, 0.68]
-    level = pairs(noisy, [1.6] * 12)
-    for n in (3, 5, 8):
+# Half the pairs at 35 %, half at 20 %: a median between them, and no majority either side.
+UNDECIDED = [0.65, 0.8] * 14
+
+
+def test_an_undecided_level_goes_on_until_the_budget_then_says_so():
+    level = pairs(UNDECIDED, [1.6] * 28)
+    for n in (7, 14):
         assert not level_done(level_looks(8, level[:n], LIMITS, DECISION)), n
     ttft = by_id(comparison(8, level, LIMITS, DECISION))["g3.ttft_p50_reduction"]
-    assert ttft.outcome is Outcome.MARGINAL and 25 < ttft.value < 30
-    assert "not decided at the plan's last look (12 pairs): about" in ttft.note
-    assert "more pairs at this spread would decide it" in ttft.note
+    assert ttft.outcome is Outcome.MARGINAL and 20 < ttft.value < 35
+    assert "not decided at the plan's last look (28 pairs): as many pairs fall on either side " \
+        "of the limit" in ttft.note
+
+
+def test_a_majority_beyond_the_limit_says_how_many_more_pairs_would_decide():
+    level = pairs([0.65, 0.65, 0.8] * 9 + [0.65], [1.6] * 28)  # two thirds at 35 %
+    ttft = by_id(comparison(8, level, LIMITS, DECISION))["g3.ttft_p50_reduction"]
+    # 19 of 28 beyond: P(X >= 19) = 4.4 % under a median at the limit, above 0.83 % a look;
+    # at the same share, 40 pairs (28 beyond: P = 0.83 %) would be the first to decide.
+    assert ttft.outcome is Outcome.MARGINAL and ttft.value == pytest.approx(35.0)
+    assert "about 12 more pairs with this share of pairs beyond the limit would decide it" \
+        in ttft.note
 
 
 def test_a_spent_time_budget_is_marginal_at_the_last_look_made():
-    noisy = [0.72, 0.62, 0.71, 0.63, 0.70]
-    ms = by_id(comparison(8, pairs(noisy, [1.6] * 5), LIMITS, DECISION, time_spent=True))
+    ms = by_id(comparison(8, pairs(UNDECIDED[:10], [1.6] * 10), LIMITS, DECISION,
+                          time_spent=True))
     ttft = ms["g3.ttft_p50_reduction"]
     assert ttft.outcome is Outcome.MARGINAL and "g3.comparison_budget" in ttft.note
 
 
+def test_fewer_pairs_than_the_first_look_are_an_error_saying_so():
+    ttft = by_id(comparison(8, CLEAR[:5], LIMITS, DECISION))["g3.ttft_p50_reduction"]
+    assert ttft.outcome is Outcome.ERROR
+    assert ttft.note == ("no look was made: the plan's first look is at 7 pairs (5 pairs ran, "
+                         "fewer than the plan's 28)")
+
+
 def test_a_claimed_band_overshoot_is_flagged():
-    gain = by_id(comparison(8, pairs([0.5] * 3, [2.0, 2.02, 1.98]), LIMITS, DECISION))[
-        "g3.throughput_gain"]
+    gain = by_id(comparison(8, pairs([0.5] * 7, [2.0, 2.02, 1.98, 2.0, 2.01, 1.99, 2.0]),
+                            LIMITS, DECISION))["g3.throughput_gain"]
     assert gain.outcome is Outcome.PASS and "above the claimed band" in gain.note
 
 
@@ -87,8 +107,8 @@ def test_the_tables_show_every_pair_and_look():
     tables = level_tables(8, CLEAR, LIMITS, DECISION)
     assert tables["Pairs @ concurrency 8 (ABBA)"].rows[1][1] == "candidate, baseline"
     looks = tables["Sequential looks @ concurrency 8"]
-    assert looks.rows[0][:2] == ["1", "3"] and "→ PASS" in looks.rows[0][2]
-    assert "98.75 % interval" in looks.columns[2]
+    assert looks.rows[0][:2] == ["1", "7"] and "→ PASS" in looks.rows[0][2]
+    assert "98.33 % interval" in looks.columns[2]
 
 
 def test_the_design_states_its_false_accept_bound():

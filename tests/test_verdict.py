@@ -150,14 +150,22 @@ outcome_lists = st.lists(st.sampled_from(list(Outcome)), max_size=12)
 
 @given(outcome_lists)
 def test_pass_iff_something_counted_and_all_counted_pass(outcomes):
-    counted = [o for o in outcomes if o is not NA]
+    counted = [o for o in outcomes if o not in (NA, Outcome.REPORTED)]
     expected_pass = bool(counted) and all(o is P for o in counted)
     assert (gate_verdict(outcomes) is P) == expected_pass
 
 
-@given(st.lists(st.just(NA), max_size=6))
-def test_nothing_measured_is_an_error_never_a_pass(outcomes):
+@given(st.lists(st.sampled_from([NA, Outcome.REPORTED]), max_size=6))
+def test_nothing_judged_is_an_error_never_a_pass(outcomes):
+    """Reported figures are measured but held against nothing: alone they pass nothing."""
     assert gate_verdict(outcomes) is E
+
+
+def test_a_reported_figure_has_a_value_no_limit_and_must_be_finite():
+    m = Measurement.reported("Baseline TTFT p50", 2.04, "s", note="median over 3 repetitions")
+    assert (m.outcome, m.value, m.limit, m.margin) == (Outcome.REPORTED, 2.04, None, None)
+    with pytest.raises(ValueError, match="must be finite"):
+        Measurement.reported("x", float("inf"), "s")
 
 
 @given(st.integers(min_value=1, max_value=8), st.integers(min_value=0, max_value=4))

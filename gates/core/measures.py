@@ -86,6 +86,11 @@ class Declared:
         """Not measured because an upstream gate did not pass."""
         return self.stamp(Measurement.blocked(self.name(at), reason), at)
 
+    def reported(self, value: float, unit: str, *, at: int | None = None,
+                 note: str = "") -> Measurement:
+        """A figure shown for the record, held against no limit."""
+        return self.stamp(Measurement.reported(self.name(at), value, unit, note=note), at)
+
     def not_applicable(self, reason: str, *, at: int | None = None) -> Measurement:
         """Does not apply to this site, with the reason."""
         return self.stamp(Measurement.not_applicable(self.name(at), reason), at)

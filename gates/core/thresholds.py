@@ -81,7 +81,7 @@ class G3Limits(Strict):
     # pairs, looked at after these pair counts (the last is the pair budget per level), while
     # comparison_budget lasts; each look holds its interval at (1 - confidence) / 2 / looks
     # per side, so the whole plan's false-accept risk is at most (1 - confidence) / 2.
-    pair_looks: list[PositiveInt] = Field(default=[3, 5, 8, 12], min_length=1, max_length=20)
+    pair_looks: list[PositiveInt] = Field(default=[7, 14, 28], min_length=1, max_length=20)
     comparison_budget: Duration = Field(default=1800.0, gt=0, description=(
         "the time G3 may spend on pairs, all levels"))
     # G3's own baseline repetitions against G2's record: moved further than this, a deviation.
@@ -93,8 +93,6 @@ class G3Limits(Strict):
             raise ValueError(f"throughput_gain_min ({self.throughput_gain_min:g} %) is above "
                              f"throughput_gain_claimed_max ({self.throughput_gain_claimed_max:g}"
                              " %)")
-        if problem := looks_problem(self.pair_looks):
-            raise ValueError(f"pair_looks: {problem}")
         if self.storage_side_band_min >= self.storage_side_band_max:
             raise ValueError(f"storage_side_band_min ({self.storage_side_band_min:g} %) is not "
                              f"below storage_side_band_max ({self.storage_side_band_max:g} %): "
@@ -130,3 +128,10 @@ class Thresholds(Strict):
     # Set by the loader, not by the file: which [profiles.NAME] was applied.
     profile: str = Field(default="", exclude=True)
     profile_description: str = Field(default="", exclude=True)
+
+    @model_validator(mode="after")
+    def _looks_can_decide(self) -> Thresholds:
+        # Needs both tables: the risk per look comes from [decision] confidence.
+        if problem := looks_problem(self.g3.pair_looks, (1 - self.decision.confidence) / 2):
+            raise ValueError(f"g3.pair_looks: {problem}")
+        return self

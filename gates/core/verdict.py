@@ -17,13 +17,17 @@ class Outcome(enum.StrEnum):
     ERROR = "ERROR"
     BLOCKED = "BLOCKED"
     NOT_APPLICABLE = "NOT APPLICABLE"
+    # A figure the record carries for the reader (G2's absolute baseline figures), held
+    # against no limit: it is measured, and counts neither way in the verdict.
+    REPORTED = "REPORTED"
 
 
 # Failures first in every table; the order a reader needs to act on.
 SEVERITY = [Outcome.FAIL, Outcome.ERROR, Outcome.BLOCKED, Outcome.MARGINAL,
-            Outcome.PASS, Outcome.NOT_APPLICABLE]
+            Outcome.PASS, Outcome.REPORTED, Outcome.NOT_APPLICABLE]
 EXIT_CODES = {Outcome.PASS: 0, Outcome.FAIL: 1, Outcome.MARGINAL: 1,
-              Outcome.ERROR: 2, Outcome.BLOCKED: 3, Outcome.NOT_APPLICABLE: 2}
+              Outcome.ERROR: 2, Outcome.BLOCKED: 3, Outcome.NOT_APPLICABLE: 2,
+              Outcome.REPORTED: 2}
 
 
 def _fmt(x: float) -> str:
@@ -156,6 +160,13 @@ class Measurement(BaseModel):
                    outcome=Outcome.BLOCKED, note=reason)
 
     @classmethod
+    def reported(cls, name: str, value: float, unit: str, *, note: str = "") -> Measurement:
+        """A measured figure shown for the record, held against no limit."""
+        if not math.isfinite(value):
+            raise ValueError(f"{name}: a reported figure must be finite, not {value}")
+        return cls(name=name, value=value, unit=unit, outcome=Outcome.REPORTED, note=note)
+
+    @classmethod
     def not_applicable(cls, name: str, reason: str) -> Measurement:
         """A check that does not apply to this site, with the reason."""
         return cls(name=name, outcome=Outcome.NOT_APPLICABLE, note=reason)
@@ -172,7 +183,8 @@ class Measurement(BaseModel):
 def gate_verdict(outcomes: list[Outcome]) -> Outcome:
     """The gate verdict from its measurements' outcomes; nothing measured is never a PASS."""
     # Outcome(...) so that plain strings ("NOT APPLICABLE") are compared as outcomes too.
-    counted = [o for o in map(Outcome, outcomes) if o is not Outcome.NOT_APPLICABLE]
+    counted = [o for o in map(Outcome, outcomes)
+               if o not in (Outcome.NOT_APPLICABLE, Outcome.REPORTED)]
     for worst in (Outcome.FAIL, Outcome.ERROR, Outcome.BLOCKED, Outcome.MARGINAL):
         if worst in counted:
             return worst

@@ -36,7 +36,9 @@ Pair = tuple[Repetition, Repetition]  # (baseline, candidate), run back to back
 WHY_PAIRS = ("Requests queued behind each other in one repetition are not independent draws "
              "(their spread is their queue position), so each repetition is summarised by its "
              "TTFT p50 and throughput and the interval comes from pairs of whole repetitions, "
-             "baseline and candidate run back to back, where independence holds.")
+             "baseline and candidate run back to back, where independence holds: the figure is "
+             "the median pair ratio, its interval the sign test's, which assumes nothing about "
+             "the shape of the pairs' noise.")
 POWER_POINTS = 10.0  # the issue's power target: P(PASS) at the limit + 10 points
 METRICS = (("g3.ttft_p50_reduction", "reduction", "TTFT p50 reduction"),
            ("g3.throughput_gain", "gain", "output-throughput gain"))
@@ -93,24 +95,24 @@ def _risk(rule: LookPlan, metric: str, limit: Limit, d: list[float],
     at_limit = pass_probability(rule, metric, limit, limit.lo, sd, statistic)
     above = pass_probability(rule, metric, limit, limit.lo + POWER_POINTS, sd, statistic)
     return (f"decision risk for this plan at the observed spread (sd of ln ratio {sd:.3f}, "
-            f"normal): P(PASS) {100 * at_limit:.1f} % if the true figure were the limit "
+            f"normal pairs): P(PASS) {100 * at_limit:.1f} % if the true figure were the limit "
             f"{limit.lo:g} %, {100 * above:.1f} % at {limit.lo + POWER_POINTS:g} %")
 
 
 def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic: str,
           why_stopped: str) -> str:
     final = s.final
-    said = [f"mean of ln(candidate / baseline) over {final.pairs} ABBA pairs, "
-            f"{100 * final.level:.4g} % t interval (look {len(s.looks)} of "
+    said = [f"median of candidate / baseline over {final.pairs} ABBA pairs, "
+            f"{100 * final.level:.4g} % sign-test interval (look {len(s.looks)} of "
             f"{len(rule.looks)} at {list(rule.looks)} pairs, each at "
             f"{100 * rule.alpha_per_look:.3g} % per side)",
             _risk(rule, s.metric, limit, d, statistic)]
     if final.outcome in ("MARGINAL", "continue"):
         more = pairs_needed(d, s.metric, limit, rule)
         said.append(f"not decided{why_stopped}: " + (
-            f"about {more - final.pairs} more pairs at this spread would decide it"
-            if more is not None else "the point sits on the limit; no number of pairs at "
-            "this spread would decide it"))
+            f"about {more - final.pairs} more pairs with this share of pairs beyond the limit "
+            "would decide it" if more is not None else "as many pairs fall on either side of "
+            "the limit; no number of pairs like these would decide it"))
     return "; ".join(said)
 
 
@@ -119,7 +121,7 @@ _OUTCOME = {"PASS": Outcome.PASS, "FAIL": Outcome.FAIL, "MARGINAL": Outcome.MARG
 
 
 def _why_stopped(looks: dict[str, Sequential], rule: LookPlan, limits: G3Limits,
-                 time_spent: bool) -> str:
+                 time_spent: bool, ran: int) -> str:
     failed = [title for id, _, title in METRICS
               if (f := looks[id].final) is not None and f.outcome == "FAIL"]
     if failed:
@@ -127,6 +129,8 @@ def _why_stopped(looks: dict[str, Sequential], rule: LookPlan, limits: G3Limits,
     if time_spent:
         return (f" (g3.comparison_budget {limits.comparison_budget:g} s was spent before the "
                 f"plan's last look at {rule.budget} pairs)")
+    if ran < rule.budget:
+        return f" ({ran} pairs ran, fewer than the plan's {rule.budget})"
     return f" at the plan's last look ({rule.budget} pairs)"
 
 
@@ -135,7 +139,7 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
     """The level's TTFT p50 reduction and throughput gain, decided by the plan's looks.
 
     Called once the level's pairs are over: a measurement no look decided is MARGINAL, with
-    why the pairs stopped and how many more the observed spread would need.
+    why the pairs stopped and how many more pairs like these would need.
     """
     by_id, rule = limits_of(c, limits), look_plan(limits, decision)
     try:
@@ -143,13 +147,13 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
     except ValueError as exc:
         return [G3[id].error(f"{len(pairs)} pairs: {exc}", by_id[id], at=c)
                 for id, _, _ in METRICS]
-    why = _why_stopped(looks, rule, limits, time_spent)
+    why = _why_stopped(looks, rule, limits, time_spent, len(pairs))
     out = []
     for id, _, _ in METRICS:
         s = looks[id]
         if s.final is None:
-            out.append(G3[id].error(f"only {len(pairs)} pairs ran{why}: the plan's first look "
-                                    f"is at {rule.looks[0]}", by_id[id], at=c))
+            out.append(G3[id].error(f"no look was made: the plan's first look is at "
+                                    f"{rule.looks[0]} pairs{why}", by_id[id], at=c))
             continue
         d, final = log_ratios(*figures(pairs[:s.final.pairs], id)), s.final
         note = _note(s, rule, d, by_id[id], decision.statistic, why)

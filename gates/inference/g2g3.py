@@ -28,11 +28,6 @@ from .proof import ProofContext, probe_chain, recompute_row
 from .repetitions import Repetition, probe_evidence
 
 
-def _positive(unit: str) -> Limit:
-    # A figure reported for the record: it must exist and be positive to count as measured.
-    return Limit(lo=0.0, lo_inclusive=False, unit=unit)
-
-
 def by_concurrency(reps: Sequence[Repetition]) -> dict[int, list[Repetition]]:
     """Repetitions grouped by concurrency level, each group in repetition order."""
     groups: dict[int, list[Repetition]] = {}
@@ -89,9 +84,15 @@ def g2_level(c: int, reps: list[Repetition], limits: G2Limits) -> list[Measureme
     tputs = [r.output_throughput for r in reps if r.output_throughput]
     for id, values, unit in (("g2.ttft_p50", p50s, "s"), ("g2.ttft_p99", p99s, "s"),
                              ("g2.output_throughput", tputs, "tok/s")):
-        out.append(G2[id].measured(median(values), _positive(unit), at=c,
+        # The baseline's own figures: what G3's control must not move from, and what the
+        # procurement summary shows. Reported, not judged: no limit in thresholds.toml holds
+        # a site's absolute TTFT (it is the model's and the context's, not the storage's).
+        missing = len(reps) - len(values)
+        out.append(G2[id].reported(median(values), unit, at=c,
                                    note=f"median over {len(values)} repetitions")
-                   if values else G2[id].error("no successful request", _positive(unit), at=c))
+                   if values and not missing else
+                   G2[id].error(f"{missing} of {len(reps)} repetitions have no successful "
+                                "request", at=c))
     out.append(_cv(G2["g2.ttft_p50_cv"], c, p50s, limits, "TTFT p50", reps))
     out.append(_cv(G2["g2.throughput_cv"], c, tputs, limits, "throughput", reps))
     out.append(self_check(G2["g2.loadgen_fit"], c, reps))

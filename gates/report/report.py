@@ -48,7 +48,8 @@ def decision_rule(record: GateRecord, statistic: str, confidence: float,
         f"interval is given; {band}a MARGINAL result is not a pass and needs a reviewer's "
         "waiver. The gate PASSES only if at least one measurement was taken and every "
         "applicable measurement passed; any FAIL makes it FAIL; otherwise any ERROR (not "
-        "measured) makes it ERROR, any BLOCKED makes it BLOCKED. NOT APPLICABLE checks do not "
+        "measured) makes it ERROR, any BLOCKED makes it BLOCKED. NOT APPLICABLE checks and "
+        "REPORTED figures (measured, shown for the record, held against no limit) do not "
         "count either way." + _design(record))
 
 
