@@ -7,8 +7,8 @@ into their median (the rule's figure) and their residuals r_i = d_i - median (sc
 sqrt(n / (n - 1)), so the resampled spread is not the sample's, smaller one). A synthetic
 site with a chosen true effect is then mu + r*, where r* is a circular block bootstrap of the
 residuals in recorded order (blocks of 3 pairs: a slow stretch of the machine stays together,
-as it did), and the gate's own rule (gates.core.sequential, thresholds.toml's plan) decides it. Printed per recording,
-level and figure:
+as it did), and the gate's own rule (gates.core.sequential, thresholds.toml's plan) decides
+it. Printed per recording, level and figure:
 
 * P(PASS), P(FAIL) and the mean pairs used against the true effect (the limit - 10 points to
   + 20, and 0 %: a candidate exactly as fast as its baseline);
