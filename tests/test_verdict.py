@@ -19,8 +19,8 @@ from gates.core import (
     upstream_gate,
 )
 
-P, F, M, E, B, NA = (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL, Outcome.ERROR,
-                     Outcome.BLOCKED, Outcome.NOT_APPLICABLE)
+P, F, M, E, B, NA, R = (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL, Outcome.ERROR,
+                        Outcome.BLOCKED, Outcome.NOT_APPLICABLE, Outcome.REPORTED)
 
 
 # ---- Limit: printing -------------------------------------------------------------------
@@ -188,10 +188,13 @@ def test_order_does_not_matter(outcomes, rnd):
 @given(outcome_lists)
 def test_verdict_is_the_worst_counted_outcome(outcomes):
     verdict = gate_verdict(outcomes)
-    assert verdict is not NA
-    counted = [o for o in outcomes if o is not NA]
+    assert verdict not in (NA, R)
+    # REPORTED figures have no limit: like NOT APPLICABLE they count neither way.
+    counted = [o for o in outcomes if o not in (NA, R)]
     if counted:
         assert verdict is min(counted, key=SEVERITY.index)
+    else:
+        assert verdict is E
 
 
 @given(outcome_lists)
@@ -207,6 +210,8 @@ def test_gate_verdict_examples():
     assert gate_verdict([P, B]) is B
     assert gate_verdict([P, E, B]) is E
     assert gate_verdict([M, E, F]) is F
+    assert gate_verdict([R]) is E  # a figure without a limit is not a verdict
+    assert gate_verdict([P, R]) is P
 
 
 def _m(outcome: Outcome, name: str) -> Measurement:
