@@ -67,7 +67,7 @@ demo: tools $(BIN)/kvgate
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
 test: tools browser engine $(BIN)/kvgate
-	@$(BIN)/python -m pytest; code=$$?; \
+	@$(BIN)/python -m pytest -n 2 --dist loadfile; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # Benchmarks print tables; they are not tests and assert nothing about speed. decision_risk.py

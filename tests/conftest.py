@@ -22,6 +22,20 @@ def pytest_configure(config):
         "TimingFailure (tests/_timing.py), the reason (the CPU other processes took) printed")
 
 
+# The files that take most of the run (the real engines' and the simulator's end-to-end runs, the
+# wheel, the soak), longest first: `make test` runs the files on two workers (pytest-xdist,
+# --dist loadfile), and a long file started last would run alone at the end.
+LONGEST_FIRST = ("test_vllm_e2e.py", "test_g2g3_e2e.py", "test_llamacpp_e2e.py",
+                 "test_wheel.py", "test_soak_runner.py", "test_checklist_cli.py", "test_cli.py",
+                 "test_g1.py", "test_xfs_target.py", "test_soak_resume.py", "test_browser.py")
+
+
+def pytest_collection_modifyitems(items):
+    """Whole files in LONGEST_FIRST order, then the rest as collected (a stable sort)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     """Run a `timing` test; after a TimingFailure run it once more, saying why in a warning."""

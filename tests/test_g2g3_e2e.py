@@ -257,13 +257,15 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
                            "--thresholds", str(world / "thresholds.toml"), "--out",
                            str(world / "soak"), "--soak-duration", "10s", "--soak-window", "2s"],
                           capture_output=True, text=True, timeout=300, env=world_env(world))
-    # Ten seconds is too short for drift and stability to mean much: they may FAIL, but the
-    # gate must run and measure (not ERROR, not BLOCKED).
+    # Ten seconds is too short for drift and stability to mean much: they may FAIL (or the
+    # drift be MARGINAL: its windows cannot tell it from their noise), but the gate must run
+    # and measure (not ERROR, not BLOCKED).
     assert done.returncode in (0, 1), done.stdout[-3000:]
     [record_file] = (world / "soak").glob("*/g4.json")
     record = json.loads(record_file.read_text())
     ms = outcomes(record)
-    assert all(m["outcome"] in ("PASS", "FAIL", "NOT APPLICABLE") for m in ms.values())
+    assert all(m["outcome"] in ("PASS", "FAIL", "MARGINAL", "NOT APPLICABLE")
+               for m in ms.values())
     assert ms["Soak request errors"]["outcome"] == "PASS"
     assert ms["fio verify errors"]["outcome"] == "PASS"
     assert record["facts"]["windows"] == "5 of 5 committed"

@@ -169,6 +169,34 @@ def test_short_runs_use_the_first_and_last_sixth_and_say_so():
     assert m.outcome is Outcome.FAIL and "1/6" in m.note and "shorter than 2 h" in m.note
 
 
+def test_a_drift_the_windows_noise_cannot_separate_is_marginal_never_fail_or_pass():
+    # The demo's shape (6 windows of 20 s, measured 2026-12-02 on a 2-core VM): window p50s that
+    # sit at ~0.88 s or ~0.98 s as the machine goes; first and last windows 14 % apart.
+    seen = [0.861, 0.886, 0.892, 0.876, 0.988, 0.983]
+    m = ttft_drift(windows(6, seconds=20.0, ttft=lambda i: seen[i]), LIMITS)
+    assert m.value == pytest.approx(14.2, abs=0.1)
+    assert m.outcome is Outcome.MARGINAL, m
+    assert m.interval[0] < 10 < m.interval[1]
+    assert "cannot tell a drift of +14.2 %" in m.note and "hours per span" in m.note
+    steady_but_noisy = [0.870, 0.906, 0.900, 0.887, 0.985, 0.870]
+    assert ttft_drift(windows(6, seconds=20.0, ttft=lambda i: steady_but_noisy[i]),
+                      LIMITS).outcome is Outcome.MARGINAL
+
+
+def test_a_long_noisy_soak_decides_both_ways():
+    def noisy(i):  # +-6 % from one window to the next, as the VM's windows moved
+        return 0.1 * (1.06 if i % 3 == 0 else 0.97)
+    assert ttft_drift(windows(864, ttft=noisy), LIMITS).outcome is Outcome.PASS
+    drifted = ttft_drift(windows(864, ttft=lambda i: noisy(i) * (1.25 if i >= 432 else 1.0)),
+                         LIMITS)
+    assert drifted.outcome is Outcome.FAIL and drifted.interval[0] > 10
+    # [decision] confidence sets the interval: wider at 99.9 % than at 95 %, the same figure.
+    near = windows(864, ttft=lambda i: noisy(i) * (1.11 if i >= 432 else 1.0))
+    at95, at999 = ttft_drift(near, LIMITS), ttft_drift(near, LIMITS, confidence=0.999)
+    assert at95.value == at999.value
+    assert at999.interval[0] < at95.interval[0] < at95.interval[1] < at999.interval[1]
+
+
 def test_snia_stability_over_window_throughput():
     flat = stability(windows(864, throughput=lambda i: 100.0 + (i % 3)))
     assert [m.outcome for m in flat] == [Outcome.PASS, Outcome.PASS]

@@ -145,13 +145,14 @@ def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run
 
     # Resumed from elsewhere, naming neither file: the soak's plan knows them, and --force.
     code, said = kvgate(*resume.split()[1:], cwd=world.parent)
-    assert code in (0, 1), said[-3000:]  # a 12 s soak may FAIL drift or stability; not BLOCKED
+    # A 12 s soak may FAIL stability, or its drift be MARGINAL (undecided); never BLOCKED.
+    assert code in (0, 1), said[-3000:]
     assert f"resuming soak {run_id} in its own run {run_id}, forced past the upstream gate" \
         in said
     assert {p.name for p in out.iterdir() if p.is_dir()} == {"g3-run", "pytest-html", run_id}
     record = json.loads((folder / "g4.json").read_text())
     assert record["run_id"] == run_id and record["forced"] is True
-    assert record["verdict"] in ("PASS", "FAIL")
+    assert record["verdict"] in ("PASS", "FAIL", "MARGINAL"), said[-3000:]
     assert "FORCED: run despite the upstream gate: G3 did not pass (run g3-run: FAIL)" in \
         record["deviations"]
     assert any(d.startswith("not running for ") for d in record["deviations"])  # the gap

@@ -306,7 +306,7 @@ def test_a_real_short_soak_against_the_simulator(tmp_path, store):
     assert got["Effective soak duration"].outcome is Outcome.PASS
     assert SHORTENED in got["Effective soak duration"].note
     assert "1/6" in got["TTFT p50 drift"].note
-    assert got["TTFT p50 drift"].outcome in (Outcome.PASS, Outcome.FAIL)
+    assert got["TTFT p50 drift"].outcome in (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL)
     assert got["Window throughput spread (SNIA)"].outcome in (Outcome.PASS, Outcome.FAIL)
     assert len(store.samples("soak-1", "g4.ttft_p50")) == 10
 
