@@ -130,7 +130,7 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
     evidence = [f"median window TTFT p50: {early * 1e3:.4g} ms ({len(a)} windows) -> "
                 f"{late * 1e3:.4g} ms ({len(b)} windows)",
                 f"window-to-window noise of the TTFT p50: {noise:.3g} % over {len(series)} "
-                f"windows; {confidence:.0%} interval of the drift [{interval[0]:.3g}, "
+                f"windows; {confidence * 100:g} % interval of the drift [{interval[0]:.3g}, "
                 f"{interval[1]:.3g}] %"]
     measured = Measurement.measured(name, drift, limit, note=note, evidence=evidence,
                                     interval=interval)
@@ -141,8 +141,9 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
         measured = measured.model_copy(update={"note": (
             f"{note}; the {len(a)} and {len(b)} windows of the spans cannot tell a drift of "
             f"{drift:+.3g} % from the windows' own noise ({noise:.3g} % from one window to the "
-            f"next): its {confidence:.0%} interval [{interval[0]:.3g}, {interval[1]:.3g}] % "
-            f"crosses ±{limits.ttft_drift_max:g} %; a longer soak (hours per span) decides")})
+            f"next): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
+            f"{interval[1]:.3g}] % crosses ±{limits.ttft_drift_max:g} %; a longer soak (hours "
+            "per span) decides")})
     return measured
 
 
