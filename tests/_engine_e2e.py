@@ -15,14 +15,8 @@ import warnings
 from pathlib import Path
 
 from _records import g2_from_measured
-from _timing import TIMING_CHECKS, failed, g2_failure
+from _timing import g2_failure, only_timing
 from test_g2g3_e2e import passed_g1
-
-
-def only_timing(record: dict) -> bool:
-    """Whether every check the record did not pass is a timing check (CV, generator lag)."""
-    bad = failed(record)
-    return bool(bad) and all(m["id"] in TIMING_CHECKS for m in bad)
 
 
 def engine_world(root: Path, repo: Path, site_text: str) -> Path:
