@@ -254,7 +254,8 @@ def test_a_written_key_is_in_its_range_or_refused_naming_the_value(text):
     # Through the loader, with the key's own bounds: a reduction below 100 %, a soak > 0.
     for model, key, fits in ((G3Limits, "ttft_p50_reduction_min", lambda v: 0 <= v < 100),
                              (G4Limits, "duration", lambda v: 0 < v <= MAX_DURATION)):
-        keys = {key: text} | ({"window": text} if key == "duration" else {})  # window <= it
+        # window <= it, and no warm-up window: one window is then the whole soak
+        keys = {key: text} | ({"window": text, "warmup_windows": 0} if key == "duration" else {})
         try:
             value = getattr(validate(model, keys, Path("t.toml")), key)
         except ConfigError as exc:

@@ -35,6 +35,7 @@ file_size = "16MiB"
 [topology]
 devices = ["/dev/nvme0n1"]
 [soak]
+warmup_windows = 0                   # two windows only: both judged
 sessions = 2
 turns = 2
 first_tokens = 128

@@ -1,5 +1,7 @@
 """G4 soak rules over windows: each rule tripped and not tripped. Pure: no I/O."""
 
+import random
+
 import pytest
 
 from gates.core import SHORTENED, G4Limits, Outcome
@@ -135,16 +137,78 @@ def test_a_fabric_with_no_path_fails_and_a_collector_that_could_not_read_is_an_e
     assert m.outcome is Outcome.ERROR and "dmesg refused" in m.note
 
 
-def test_every_window_must_reach_the_throughput_floor():
+def noisy(i):
+    """+-6 % from one window to the next, as the 2-core VM's windows moved (2026-12-02)."""
+    return 1.06 if i % 3 == 0 else 0.97
+
+
+def test_the_throughput_floor_holds_spans_not_single_windows():
     g3 = 100.0
-    at_floor = windows(864, throughput=lambda i: 90.0 if i == 500 else 100.0)
-    m = throughput_floor(at_floor, LIMITS, g3)
-    assert m.outcome is Outcome.PASS and m.value == 90.0  # the floor is inclusive
-    dip = windows(864, throughput=lambda i: 85.0 if i == 500 else 100.0)
+    # One slow window in a steady 72-hour soak: its hour's median stays at the operating point.
+    dip = windows(864, throughput=lambda i: 80.0 if i == 500 else 100.0 * noisy(i))
     m = throughput_floor(dip, LIMITS, g3)
-    assert m.outcome is Outcome.FAIL and m.evidence == ["window #500: 85 tok/s"]
+    assert m.outcome is Outcome.PASS, m
+    assert "window #500: 80 tok/s" in m.evidence and "72 spans" in m.note
     assert m.limit.key == "g4.throughput_floor" and "G3" in m.limit.relative_to
+    # A steady array on a noisy machine (5 % per window, seeded): the lowest of 864 windows
+    # falls under 90 %, which the old every-window rule failed; every hour clears it.
+    rng = random.Random(7)
+    steady = [100.0 * rng.gauss(1.0, 0.05) for _ in range(864)]
+    assert min(steady) < 90.0
+    assert throughput_floor(windows(864, throughput=lambda i: steady[i]), LIMITS,
+                            g3).outcome is Outcome.PASS
     assert throughput_floor(dip, LIMITS, None).outcome is Outcome.ERROR
+
+
+def test_a_sustained_drop_fails_and_one_near_the_floor_is_marginal():
+    g3 = 100.0
+    hour = range(600, 612)  # the windows of one hour
+    lost = windows(864, throughput=lambda i: (80.0 if i in hour else 100.0) * noisy(i))
+    m = throughput_floor(lost, LIMITS, g3)
+    assert m.outcome is Outcome.FAIL and m.interval[1] < 90.0
+    assert "windows #600-#611, 12 windows" in m.evidence[0] and "1 of 72 spans" in m.note
+    near = windows(864, throughput=lambda i: (91.0 if i in hour else 100.0) * noisy(i))
+    m = throughput_floor(near, LIMITS, g3)
+    assert m.outcome is Outcome.MARGINAL and m.interval[0] < 90.0 < m.interval[1], m
+    assert "crosses the floor" in m.note
+    exact = windows(864, throughput=90.0)  # no noise: the interval is the point; inclusive
+    assert throughput_floor(exact, LIMITS, g3).outcome is Outcome.PASS
+
+
+# The demo's G4 rehearsals measured 2026-12-02 on the 2-core VM (fresh clones, simulator
+# arms, 20 s windows): demo 9 and demo 10, G3 throughput 512.5 and 519.6 tok/s. Their first
+# window is the cold start (all sessions' first turns at once); the old rules FAILed both on
+# it (459 < 461 and 441 < 468 tok/s) and read it as a TTFT drift of -16 % and -21 %.
+DEMOS = {9: (512.5, [459.2, 506.2, 529.8, 524.7, 524.3, 560.4],
+             [0.9786, 0.8687, 0.8825, 0.8841, 0.8604, 0.7878]),
+         10: (519.6, [440.9, 529.4, 560.8, 547.1, 547.5, 550.3],
+              [1.0592, 0.8730, 0.8261, 0.8393, 0.8253, 0.8476])}
+
+
+@pytest.mark.parametrize("demo", sorted(DEMOS))
+def test_the_demo_rehearsal_leaves_its_cold_first_window_out(demo):
+    g3, tputs, ttfts = DEMOS[demo]
+    plan = SoakPlan(run_id="r", duration=120, window=20, g3_throughput=g3, warmup_windows=1)
+    runs = windows(6, seconds=20.0, throughput=lambda i: tputs[i], ttft=lambda i: ttfts[i])
+    got = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}
+    floor, drift = got["g4.throughput_floor"], got["g4.ttft_drift"]
+    assert floor.outcome is not Outcome.FAIL and "window #0 left out as the warm-up" in floor.note
+    assert drift.outcome is Outcome.MARGINAL and "warm-up" in drift.note  # 1 window per span
+    cold = plan.model_copy(update={"warmup_windows": 0})
+    assert {m.id: m for m in soak_measurements(runs, [], cold, LIMITS)}[
+        "g4.ttft_drift"].value < -15  # the cold window read as an improvement
+
+
+def test_the_warm_up_still_counts_its_errors():
+    plan = SoakPlan(run_id="r", duration=72 * 3600, window=300, g3_throughput=100.0,
+                    warmup_windows=1)
+    runs = windows(864)
+    runs[0] = runs[0].model_copy(update={"errors": 3, "throughput": 10.0, "ttft_p50": 5.0})
+    got = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}
+    assert got["g4.request_errors"].outcome is Outcome.FAIL
+    assert got["g4.throughput_floor"].outcome is Outcome.PASS
+    assert got["g4.ttft_drift"].outcome is Outcome.PASS
+    assert "window #0 left out" in got["g4.window_spread"].note
 
 
 def test_ttft_drift_compares_the_first_and_last_hour_in_both_directions():
@@ -177,21 +241,25 @@ def test_a_drift_the_windows_noise_cannot_separate_is_marginal_never_fail_or_pas
     assert m.value == pytest.approx(14.2, abs=0.1)
     assert m.outcome is Outcome.MARGINAL, m
     assert m.interval[0] < 10 < m.interval[1]
-    assert "cannot tell a drift of +14.2 %" in m.note and "hours per span" in m.note
+    assert "cannot tell a drift of +14.2 %" in m.note
+    # On the log scale: room ln(1.1417) - ln(1.10) = 0.0373, noise 0.0396;
+    # pi * (1.96 * 0.0396 / 0.0373)^2 = 13.6 windows per span, x 6 spans x 20 s = 28 min
+    assert "about 14 windows per span would decide" in m.note, m.note
+    assert "(a soak of about 28 min (1,680 s) at these windows)" in m.note
     steady_but_noisy = [0.870, 0.906, 0.900, 0.887, 0.985, 0.870]
     assert ttft_drift(windows(6, seconds=20.0, ttft=lambda i: steady_but_noisy[i]),
                       LIMITS).outcome is Outcome.MARGINAL
 
 
 def test_a_long_noisy_soak_decides_both_ways():
-    def noisy(i):  # +-6 % from one window to the next, as the VM's windows moved
-        return 0.1 * (1.06 if i % 3 == 0 else 0.97)
-    assert ttft_drift(windows(864, ttft=noisy), LIMITS).outcome is Outcome.PASS
-    drifted = ttft_drift(windows(864, ttft=lambda i: noisy(i) * (1.25 if i >= 432 else 1.0)),
+    def ttft(i):
+        return 0.1 * noisy(i)
+    assert ttft_drift(windows(864, ttft=ttft), LIMITS).outcome is Outcome.PASS
+    drifted = ttft_drift(windows(864, ttft=lambda i: ttft(i) * (1.25 if i >= 432 else 1.0)),
                          LIMITS)
     assert drifted.outcome is Outcome.FAIL and drifted.interval[0] > 10
     # [decision] confidence sets the interval: wider at 99.9 % than at 95 %, the same figure.
-    near = windows(864, ttft=lambda i: noisy(i) * (1.11 if i >= 432 else 1.0))
+    near = windows(864, ttft=lambda i: ttft(i) * (1.11 if i >= 432 else 1.0))
     at95, at999 = ttft_drift(near, LIMITS), ttft_drift(near, LIMITS, confidence=0.999)
     assert at95.value == at999.value
     assert at999.interval[0] < at95.interval[0] < at95.interval[1] < at999.interval[1]

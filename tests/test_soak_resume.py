@@ -156,7 +156,8 @@ def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run
     assert "FORCED: run despite the upstream gate: G3 did not pass (run g3-run: FAIL)" in \
         record["deviations"]
     assert any(d.startswith("not running for ") for d in record["deviations"])  # the gap
-    assert record["facts"]["windows"] == "6 of 6 committed"
+    assert record["facts"]["windows"] == ("6 of 6 committed; the first 1 (one window) left out "
+                                          "of throughput and TTFT as the warm-up")
     assert record["facts"]["soak run"] == run_id
     # The killed engine's log is evidence of the record, under a name that says so.
     earlier = folder / "evidence" / "g4-arm-candidate.before-resume-1.log"

@@ -116,7 +116,7 @@ def test_72_hours_of_windows_in_well_under_a_second(store):
     assert outcomes["Effective soak duration"] is Outcome.PASS
     assert outcomes["Soak request errors"] is Outcome.PASS
     assert outcomes["fio verify errors"] is Outcome.PASS
-    assert outcomes["Lowest window throughput"] is Outcome.PASS  # 1000 tok / 300 s vs 1 tok/s
+    assert outcomes["Lowest span throughput"] is Outcome.PASS  # 1000 tok / 300 s vs 1 tok/s
 
 
 def test_each_window_is_committed_before_the_next_starts(store, out_dir):
@@ -269,7 +269,7 @@ class Simulator:
         self.loop.close()
 
 
-def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
+def real_soak(tmp_path, store, seconds, on_window=None, g3=None, window=2.0):
     sim_dir, scratch = tmp_path / "kv", tmp_path / "target"
     sim_dir.mkdir()
     scratch.mkdir()
@@ -284,7 +284,7 @@ def real_soak(tmp_path, store, seconds, on_window=None, g3=None):
                                 block=65536, rate="0", direct=False, ioengine="psync"),
                       KernelLog(runner_cmd), Smart(runner_cmd, []), NvmePaths(runner_cmd, "local"),
                       ProcessHealth(os.getpid), FreeSpace(scratch)]
-        soak = SoakRunner.start(store, plan(duration=seconds, window=2.0, g3=g3), load,
+        soak = SoakRunner.start(store, plan(duration=seconds, window=window, g3=g3), load,
                                 collectors=collectors,
                                 on_window=(lambda w, s: on_window(sim, w)) if on_window
                                 else None)
@@ -315,7 +315,9 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
     def switch(sim, window):
         if window.index == 1:
             sim.faults(error_every=2)
-    soak = real_soak(tmp_path, store, 8.0, on_window=switch)
+    # 24 short windows: with 4 the one step from fast to slow is most of what the windows'
+    # noise is estimated from, and the rule (rightly) cannot tell the step from noise.
+    soak = real_soak(tmp_path, store, 12.0, on_window=switch, window=0.5)
     windows = SoakStore(store).windows("soak-1")
     assert [w.errors for w in windows[:2]] == [0, 0]
     assert all(w.errors > 0 for w in windows[2:])
@@ -329,13 +331,15 @@ def test_a_simulator_that_slows_down_partway_fails_the_throughput_floor(tmp_path
     def switch(sim, window):
         if window.index == 1:
             sim.faults(stall_every=1, stall_s=0.3)  # every request stalls 0.3 s mid-stream
-    soak = real_soak(tmp_path, store, 8.0, on_window=switch)
+    # 24 short windows: with 4 the one step from fast to slow is most of what the windows'
+    # noise is estimated from, and the rule (rightly) cannot tell the step from noise.
+    soak = real_soak(tmp_path, store, 12.0, on_window=switch, window=0.5)
     windows = SoakStore(store).windows("soak-1")
     g3 = min(w.throughput for w in windows[:2])  # as if G3 had measured the healthy tier
     plan = soak.plan.model_copy(update={"g3_throughput": g3})
     got = {m.name: m for m in soak_measurements(windows, [], plan, G4Limits())}
-    floor = got["Lowest window throughput"]
-    assert floor.outcome is Outcome.FAIL and floor.evidence[0].startswith("window #2")
+    floor = got["Lowest span throughput"]
+    assert floor.outcome is Outcome.FAIL and "window #2: " in "".join(floor.evidence)
     assert got["Soak request errors"].outcome is Outcome.PASS  # slow, not failing
 
 

@@ -67,7 +67,7 @@ G4 = Declarations("g4", [
     Declared("g4.critical_warnings", "NVMe critical warnings raised"),
     Declared("g4.kernel_errors", "Kernel storage errors"),
     Declared("g4.paths_live", "NVMe-oF paths live"),
-    Declared("g4.throughput_floor", "Lowest window throughput"),
+    Declared("g4.throughput_floor", "Lowest span throughput"),
     Declared("g4.ttft_drift", "TTFT p50 drift"),
     Declared("g4.window_spread", "Window throughput spread (SNIA)"),
     Declared("g4.window_slope", "Window throughput slope (SNIA)"),

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    NonNegativeInt,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -196,6 +197,7 @@ class SoakSettings(Strict):
 
     duration: Duration | None = None  # None = thresholds.toml g4.duration (72 h)
     window: Duration | None = None  # None = thresholds.toml g4.window
+    warmup_windows: NonNegativeInt | None = None  # None = thresholds.toml g4.warmup_windows
     sessions: PositiveInt = 8
     turns: PositiveInt = 4
     first_tokens: PositiveInt = 2048

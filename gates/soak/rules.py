@@ -106,6 +106,8 @@ class SoakPlan(BaseModel):
     run_id: str
     duration: float = Field(gt=0)  # the effective planned duration, whatever set it
     window: float = Field(gt=0)
+    # The first windows the throughput and TTFT rules leave out; 0 in plans stored before it.
+    warmup_windows: int = Field(default=0, ge=0)
     duration_source: str = ""  # what set the duration, e.g. "thresholds.toml [g4] duration"
     nominal_duration: float = SIGNOFF_SECONDS  # thresholds.toml g4.duration
     nominal_window: float = 300.0

@@ -51,10 +51,19 @@ def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | 
     seconds, source = next((s, name) for s, name in (
         (duration, "--soak-duration"), (site.soak.duration, "site.toml [soak] duration"),
         (limits.duration, "thresholds.toml [g4] duration")) if s)
-    return SoakPlan(run_id=run_id, duration=seconds, duration_source=source,
-                    window=window or site.soak.window or limits.window,
+    warmup, warmup_source = ((site.soak.warmup_windows, "site.toml [soak] warmup_windows")
+                             if site.soak.warmup_windows is not None else
+                             (limits.warmup_windows, "thresholds.toml [g4] warmup_windows"))
+    plan = SoakPlan(run_id=run_id, duration=seconds, duration_source=source,
+                    window=window or site.soak.window or limits.window, warmup_windows=warmup,
                     nominal_duration=limits.duration, nominal_window=limits.window,
                     g3_throughput=g3_throughput, started_with=started_with or StartOptions())
+    if plan.windows - warmup < 2:  # one window has no window-to-window noise to judge by
+        raise SetupError(f"{warmup_source} = {warmup} leaves {max(0, plan.windows - warmup)} of "
+                         f"the soak's {plan.windows} windows ({source}, {plan.window:g} s "
+                         "windows) to judge throughput and TTFT, which need two or more: lower "
+                         "it or lengthen the soak")
+    return plan
 
 
 def soak_load(site: Site, endpoints: list[Endpoint], concurrency: int) -> EndpointLoad:
