@@ -71,14 +71,16 @@ test: tools browser engine $(BIN)/kvgate
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # Benchmarks print tables; they are not tests and assert nothing about speed. decision_risk.py
-# reads the pairs bench/record_pairs.py recorded (bench/data/), it does not record them. vs_aiperf.py
+# reads the pairs bench/record_pairs.py recorded (bench/data/), it does not record them, and
+# soak_risk.py the G4 windows its --record mode read from demo runs' stores. vs_aiperf.py
 # compares with aiperf when it is installed (python bench/vs_aiperf.py --install puts it in
 # its own venv under ~/.cache/kvgate); without it, it says how to install it and exits 0.
 bench: $(BIN)/kvgate
 	$(BIN)/python bench/timing_fidelity.py && $(BIN)/python bench/capacity.py && \
 	$(BIN)/python bench/sim_scheduling.py && $(BIN)/python bench/soak_overhead.py && \
 	$(BIN)/python bench/report_render.py && $(BIN)/python bench/parse_memory.py && \
-	$(BIN)/python bench/decision_risk.py && $(BIN)/python bench/vs_aiperf.py
+	$(BIN)/python bench/decision_risk.py && $(BIN)/python bench/soak_risk.py && \
+	$(BIN)/python bench/vs_aiperf.py
 
 clean:
 	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*

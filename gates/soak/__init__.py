@@ -32,14 +32,10 @@ from .load import (
     EndpointLoad,
 )
 from .load_rules import (
-    drift_spans,
     duration,
     request_errors,
     soak_measurements,
-    stability,
-    throughput_floor,
     total_gap,
-    ttft_drift,
 )
 from .metrics import (
     SoakExporter,
@@ -86,6 +82,12 @@ from .setup import (
 )
 from .store import (
     SoakStore,
+)
+from .trends import (
+    drift_spans,
+    stability,
+    throughput_floor,
+    ttft_drift,
 )
 
 __all__ = [

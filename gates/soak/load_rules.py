@@ -1,26 +1,15 @@
-"""G4 rules over load and time: errors, throughput, TTFT drift, stability, gaps, duration. Pure.
+"""G4 rules over load and time: request errors, gaps, duration; every rule in report order. Pure.
 
-``soak_measurements`` puts them together with the health-signal rules, in report order.
+``soak_measurements`` puts them together with the trend rules (gates.soak.trends) and the
+health-signal rules (gates.soak.rules), in report order.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 
-from ..core import (
-    G4,
-    SHORTENED,
-    G4Limits,
-    Limit,
-    Measurement,
-    Outcome,
-    SteadyStateUnavailable,
-    least_squares_slope,
-    round_averages,
-)
+from ..core import G4, SHORTENED, G4Limits, Limit, Measurement
 from .rules import (
-    HOUR,
     Deviation,
     SoakPlan,
     WindowRecord,
@@ -28,18 +17,10 @@ from .rules import (
     kernel_errors,
     media_errors,
     paths_live,
-    span,
     verify_errors,
 )
-from .spans import (
-    after_warmup,
-    quantile,
-    span_length,
-    span_variance,
-    spans,
-    window_noise,
-    windows_to_decide,
-)
+from .spans import after_warmup
+from .trends import stability, throughput_floor, ttft_drift
 
 
 def request_errors(windows: list[WindowRecord], limits: G4Limits) -> Measurement:
@@ -52,175 +33,6 @@ def request_errors(windows: list[WindowRecord], limits: G4Limits) -> Measurement
         Limit.at_most(limits.request_errors_max, "requests", key="g4.request_errors_max"),
         evidence=bad[:20], note=f"{sum(w.requests for w in windows)} requests, "
                                 f"{sum(w.timeouts for w in windows)} timeouts")
-
-
-def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
-    return measured.model_copy(update={"outcome": outcome, "note": note})
-
-
-def throughput_floor(windows: list[WindowRecord], limits: G4Limits,
-                     g3_throughput: float | None, confidence: float = 0.95,
-                     warmup_note: str = "") -> Measurement:
-    """Every span's median window throughput >= the floor (% of G3's), with its interval.
-
-    A span (an hour; 1/6 of a shorter run) rather than a window: the lowest of 864 windows
-    falls ~3 window-noises under their mean on a steady array. PASS needs every span's lower
-    bound at or above the floor; FAIL a span whose upper bound (Bonferroni over the spans, so
-    a steady array is not failed by one of many) lies under it; MARGINAL otherwise.
-    """
-    name = G4["g4.throughput_floor"].title
-    if not g3_throughput or g3_throughput <= 0:
-        return Measurement.error(name, "no G3 output throughput to hold the windows against")
-    floor = limits.throughput_floor / 100 * g3_throughput
-    limit = Limit.at_least(floor, "tok/s", key="g4.throughput_floor",
-                           relative_to=f"{limits.throughput_floor:g} % of G3's "
-                                       f"{g3_throughput:.4g} tok/s")
-    if not windows:
-        return Measurement.error(name, "no committed window after the warm-up", limit)
-    if len(windows) < 2:
-        return Measurement.error(name, f"{len(windows)} window after the warm-up: the rule "
-                                       "needs two or more to know the windows' noise", limit)
-    idle = [w for w in windows if not w.throughput or w.throughput <= 0]
-    if idle:  # no noise explains a window without output
-        return Measurement.measured(name, 0.0, limit, evidence=[
-            f"window #{w.index}: no output tokens in {w.seconds:.0f} s" for w in idle][:20],
-            note=f"{len(idle)} of {len(windows)} windows produced no output")
-    blocks, span_note = spans(windows)
-    noise = window_noise([w.throughput for w in windows])
-    z = quantile(confidence, len(windows))
-    z_all = quantile(1 - (1 - confidence) / len(blocks), len(windows))
-
-    def bounds(block: list[WindowRecord], zq: float) -> tuple[float, float, float]:
-        mid = statistics.median([w.throughput for w in block])
-        half = zq * noise * math.sqrt(span_variance(len(block)))
-        return mid, mid * math.exp(-half), mid * math.exp(half)
-    failing = [b for b in blocks if bounds(b, z_all)[2] < floor]
-    decisive = min(failing, key=lambda b: bounds(b, z_all)[2]) if failing else min(
-        blocks, key=lambda b: bounds(b, z)[1])
-    mid, lo, hi = bounds(decisive, z_all if failing else z)
-    where = f"windows #{decisive[0].index}-#{decisive[-1].index}" if len(decisive) > 1 else \
-        f"window #{decisive[0].index}"
-    below = [f"window #{w.index}: {w.throughput or 0.0:.4g} tok/s" for w in windows
-             if (w.throughput or 0.0) < floor]
-    evidence = [f"lowest span ({where}, {len(decisive)} windows): median {mid:.4g} tok/s, "
-                f"interval [{lo:.4g}, {hi:.4g}] tok/s",
-                f"window-to-window noise of the throughput: {noise * 100:.3g} % over "
-                f"{len(windows)} windows; {len(below)} single windows below the floor"] + below[:20]
-    measured = Measurement.measured(name, mid, limit, evidence=evidence, interval=(lo, hi))
-    rule = (f"{len(blocks)} spans ({span_note}); PASS needs every span's {confidence * 100:g} % "
-            f"lower bound at or above the floor, FAIL a span whose upper bound at "
-            f"{(1 - (1 - confidence) / len(blocks)) * 100:.4g} % (Bonferroni over the spans) "
-            "is under it")
-    rule = "; ".join(t for t in (rule, warmup_note) if t)
-    if failing:
-        return _decided(measured, Outcome.FAIL, f"{len(failing)} of {len(blocks)} spans below "
-                                                f"the floor; {rule}")
-    if all(bounds(b, z)[1] >= floor for b in blocks):
-        return _decided(measured, Outcome.PASS, rule)
-    return _decided(measured, Outcome.MARGINAL, (
-        f"the lowest span's {confidence * 100:g} % interval [{lo:.4g}, {hi:.4g}] tok/s crosses "
-        f"the floor ({floor:.4g} tok/s) at a window-to-window noise of {noise * 100:.3g} %: "
-        f"longer spans (more windows each) decide; {rule}"))
-
-
-def drift_spans(windows: list[WindowRecord]) -> tuple[list[WindowRecord], list[WindowRecord], str]:
-    """The first and last span of effective time (an hour; 1/6 of the run below 2 h), a note."""
-    total = math.fsum(w.seconds for w in windows)
-    length, note = span_length(total)
-    if length == HOUR:
-        note = "first hour vs last hour"
-    first, last, at = [], [], 0.0
-    for w in windows:
-        if at < length:
-            first.append(w)
-        if at + w.seconds > total - length:
-            last.append(w)
-        at += w.seconds
-    return first, last, note
-
-
-def _soak_for(per_span: int, windows: list[WindowRecord]) -> str:
-    seconds = statistics.median(w.seconds for w in windows)
-    if 6 * per_span * seconds < 2 * HOUR:
-        return f" (a soak of about {span(6 * per_span * seconds)} at these windows)"
-    return f" (an hour holds {HOUR / seconds:.0f} of these windows)"
-
-
-def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
-               confidence: float = 0.95, warmup_note: str = "") -> Measurement:
-    """TTFT p50 drift, last span vs first, within ±ttft_drift_max (median of window p50s).
-
-    The drift's interval comes from the windows' own window-to-window noise: a drift the
-    spans' few windows cannot tell from that noise is MARGINAL, never a PASS, and a FAIL needs
-    the whole interval beyond the limit, so a noisy machine neither passes a drifting array
-    nor fails a steady one. A MARGINAL says how many windows per span would decide it.
-    """
-    name = G4["g4.ttft_drift"].title
-    limit = Limit(lo=-limits.ttft_drift_max, hi=limits.ttft_drift_max, unit="%",
-                  key="g4.ttft_drift_max")
-    first, last, note = drift_spans(windows)
-    note = "; ".join(t for t in (note, warmup_note) if t)
-    a = [w.ttft_p50 for w in first if w.ttft_p50 is not None]
-    b = [w.ttft_p50 for w in last if w.ttft_p50 is not None]
-    if not a or not b:
-        return Measurement.error(name, f"no TTFT in the {'first' if not a else 'last'} span "
-                                       f"({note})", limit)
-    early, late = statistics.median(a), statistics.median(b)
-    # Both directions count: a soak's point is that the operating point does not move.
-    drift = (late - early) / early * 100
-    series = [w.ttft_p50 for w in windows if w.ttft_p50 is not None]
-    if len(series) < 2:
-        return Measurement.error(name, f"{len(series)} window with a TTFT after the warm-up: "
-                                       "a drift needs two or more", limit)
-    noise = window_noise(series) * 100
-    half = quantile(confidence, len(series)) * noise / 100 * math.sqrt(
-        span_variance(len(a)) + span_variance(len(b)))
-    ratio = math.log(late / early)
-    interval = ((math.exp(ratio - half) - 1) * 100, (math.exp(ratio + half) - 1) * 100)
-    evidence = [f"median window TTFT p50: {early * 1e3:.4g} ms ({len(a)} windows) -> "
-                f"{late * 1e3:.4g} ms ({len(b)} windows)",
-                f"window-to-window noise of the TTFT p50: {noise:.3g} % over {len(series)} "
-                f"windows; {confidence * 100:g} % interval of the drift [{interval[0]:.3g}, "
-                f"{interval[1]:.3g}] %"]
-    measured = Measurement.measured(name, drift, limit, note=note, evidence=evidence,
-                                    interval=interval)
-    wholly_outside = interval[0] > limit.hi or interval[1] < limit.lo
-    if measured.outcome is Outcome.FAIL and not wholly_outside:
-        measured = measured.model_copy(update={"outcome": Outcome.MARGINAL})
-    if measured.outcome is Outcome.MARGINAL:
-        # How far the log ratio sits from the nearer limit, in the interval's own unit.
-        room = min(abs(ratio - math.log(1 + k * limits.ttft_drift_max / 100)) for k in (1, -1))
-        need = windows_to_decide(noise / 100, room, confidence)
-        decides = (f"about {need} windows per span would decide a drift this size at this "
-                   f"noise{_soak_for(need, windows)}" if need else
-                   "no span length decides a drift on the limit")
-        measured = _decided(measured, Outcome.MARGINAL, (
-            f"the {len(a)} and {len(b)} windows of the spans cannot tell a drift of "
-            f"{drift:+.3g} % from the windows' own noise ({noise:.3g} % from one window to the "
-            f"next): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
-            f"{interval[1]:.3g}] % crosses ±{limits.ttft_drift_max:g} %; {decides}; {note}"))
-    return measured
-
-
-def stability(windows: list[WindowRecord], spread_max: float = 20.0, slope_max: float = 10.0,
-              keys: tuple[str, str] = ("g1.steady_state_spread_max",
-                                       "g1.steady_state_slope_max")) -> list[Measurement]:
-    """SNIA spread and slope over 5 rounds of per-window throughput (core.steady arithmetic)."""
-    names = (G4["g4.window_spread"].title, G4["g4.window_slope"].title)
-    limits = (Limit.at_most(spread_max, "%", key=keys[0]), Limit.at_most(slope_max, "%",
-                                                                         key=keys[1]))
-    try:
-        rounds = round_averages([w.throughput or 0.0 for w in windows])
-        mean = sum(rounds) / len(rounds)
-        if mean <= 0:
-            raise SteadyStateUnavailable("no output throughput in any window (mean 0)")
-    except SteadyStateUnavailable as exc:
-        return [Measurement.error(n, str(exc), lim) for n, lim in zip(names, limits, strict=True)]
-    spread = (max(rounds) - min(rounds)) / mean * 100
-    slope = abs(least_squares_slope(rounds)) * (len(rounds) - 1) / mean * 100
-    evidence = [f"round averages (tok/s): {', '.join(f'{r:.4g}' for r in rounds)}"]
-    return [Measurement.measured(names[0], spread, limits[0], evidence=evidence),
-            Measurement.measured(names[1], slope, limits[1], evidence=evidence)]
 
 
 def total_gap(deviations: list[Deviation], limits: G4Limits) -> Measurement:
@@ -252,7 +64,7 @@ def soak_measurements(windows: list[WindowRecord], deviations: list[Deviation], 
     """
     judged, warm = after_warmup(windows, plan.warmup_windows)
     spread, slope = (m.model_copy(update={"note": "; ".join(t for t in (m.note, warm) if t)})
-                     for m in stability(judged, spread_max, slope_max))
+                     for m in stability(judged, spread_max, slope_max, confidence=confidence))
     media, warnings = media_errors(windows)
     ruled = [("g4.effective_duration", duration(windows, plan)),
              ("g4.request_errors", request_errors(windows, limits)),

@@ -1,0 +1,233 @@
+"""G4's trend rules: throughput floor, TTFT drift, SNIA stability, each with its interval. Pure.
+
+The window is the unit (requests inside one queue behind each other). Every figure here gets
+an interval from the windows' own window-to-window noise (gates.soak.spans), and a figure
+that noise can explain is MARGINAL: a machine whose speed moves from one window to the next
+neither passes a drifting array nor fails a steady one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from ..core import (
+    G4,
+    G4Limits,
+    Limit,
+    Measurement,
+    Outcome,
+    SteadyStateUnavailable,
+    least_squares_slope,
+    round_averages,
+)
+from .rules import HOUR, WindowRecord, span
+from .spans import (
+    quantile,
+    span_length,
+    span_variance,
+    spans,
+    window_noise,
+    windows_to_decide,
+)
+
+
+def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
+    return measured.model_copy(update={"outcome": outcome, "note": note})
+
+
+def _interval_decides(measured: Measurement) -> Measurement:
+    """A FAIL needs the whole interval beyond the limit; a point FAIL short of that is MARGINAL.
+
+    (Limit.judge already makes a PASS whose interval crosses the limit MARGINAL.)
+    """
+    lo, hi = measured.interval
+    limit = measured.limit
+    beyond = (limit.hi is not None and lo > limit.hi) or (limit.lo is not None and hi < limit.lo)
+    if measured.outcome is Outcome.FAIL and not beyond:
+        return measured.model_copy(update={"outcome": Outcome.MARGINAL})
+    return measured
+
+
+def throughput_floor(windows: list[WindowRecord], limits: G4Limits,
+                     g3_throughput: float | None, confidence: float = 0.95,
+                     warmup_note: str = "") -> Measurement:
+    """Every span's median window throughput >= the floor (% of G3's), with its interval.
+
+    A span (an hour; 1/6 of a shorter run) rather than a window: the lowest of 864 windows
+    falls ~3 window-noises under their mean on a steady array. PASS needs every span's lower
+    bound at or above the floor; FAIL a span whose upper bound (Bonferroni over the spans, so
+    a steady array is not failed by one of many) lies under it; MARGINAL otherwise.
+    """
+    name = G4["g4.throughput_floor"].title
+    if not g3_throughput or g3_throughput <= 0:
+        return Measurement.error(name, "no G3 output throughput to hold the windows against")
+    floor = limits.throughput_floor / 100 * g3_throughput
+    limit = Limit.at_least(floor, "tok/s", key="g4.throughput_floor",
+                           relative_to=f"{limits.throughput_floor:g} % of G3's "
+                                       f"{g3_throughput:.4g} tok/s")
+    if not windows:
+        return Measurement.error(name, "no committed window after the warm-up", limit)
+    if len(windows) < 2:
+        return Measurement.error(name, f"{len(windows)} window after the warm-up: the rule "
+                                       "needs two or more to know the windows' noise", limit)
+    idle = [w for w in windows if not w.throughput or w.throughput <= 0]
+    if idle:  # no noise explains a window without output
+        return Measurement.measured(name, 0.0, limit, evidence=[
+            f"window #{w.index}: no output tokens in {w.seconds:.0f} s" for w in idle][:20],
+            note=f"{len(idle)} of {len(windows)} windows produced no output")
+    blocks, span_note = spans(windows)
+    noise = window_noise([w.throughput for w in windows])
+    z = quantile(confidence, len(windows))
+    z_all = quantile(1 - (1 - confidence) / len(blocks), len(windows))
+
+    def bounds(block: list[WindowRecord], zq: float) -> tuple[float, float, float]:
+        mid = statistics.median([w.throughput for w in block])
+        half = zq * noise * math.sqrt(span_variance(len(block)))
+        return mid, mid * math.exp(-half), mid * math.exp(half)
+    failing = [b for b in blocks if bounds(b, z_all)[2] < floor]
+    decisive = min(failing, key=lambda b: bounds(b, z_all)[2]) if failing else min(
+        blocks, key=lambda b: bounds(b, z)[1])
+    mid, lo, hi = bounds(decisive, z_all if failing else z)
+    where = f"windows #{decisive[0].index}-#{decisive[-1].index}" if len(decisive) > 1 else \
+        f"window #{decisive[0].index}"
+    below = [f"window #{w.index}: {w.throughput or 0.0:.4g} tok/s" for w in windows
+             if (w.throughput or 0.0) < floor]
+    evidence = [f"lowest span ({where}, {len(decisive)} windows): median {mid:.4g} tok/s, "
+                f"interval [{lo:.4g}, {hi:.4g}] tok/s",
+                f"window-to-window noise of the throughput: {noise * 100:.3g} % over "
+                f"{len(windows)} windows; {len(below)} single windows below the floor"] + below[:20]
+    measured = Measurement.measured(name, mid, limit, evidence=evidence, interval=(lo, hi))
+    rule = (f"{len(blocks)} spans ({span_note}); PASS needs every span's {confidence * 100:g} % "
+            f"lower bound at or above the floor, FAIL a span whose upper bound at "
+            f"{(1 - (1 - confidence) / len(blocks)) * 100:.4g} % (Bonferroni over the spans) "
+            "is under it")
+    rule = "; ".join(t for t in (rule, warmup_note) if t)
+    if failing:
+        return _decided(measured, Outcome.FAIL, f"{len(failing)} of {len(blocks)} spans below "
+                                                f"the floor; {rule}")
+    if all(bounds(b, z)[1] >= floor for b in blocks):
+        return _decided(measured, Outcome.PASS, rule)
+    return _decided(measured, Outcome.MARGINAL, (
+        f"the lowest span's {confidence * 100:g} % interval [{lo:.4g}, {hi:.4g}] tok/s crosses "
+        f"the floor ({floor:.4g} tok/s) at a window-to-window noise of {noise * 100:.3g} %: "
+        f"longer spans (more windows each) decide; {rule}"))
+
+
+def drift_spans(windows: list[WindowRecord]) -> tuple[list[WindowRecord], list[WindowRecord], str]:
+    """The first and last span of effective time (an hour; 1/6 of the run below 2 h), a note."""
+    total = math.fsum(w.seconds for w in windows)
+    length, note = span_length(total)
+    if length == HOUR:
+        note = "first hour vs last hour"
+    first, last, at = [], [], 0.0
+    for w in windows:
+        if at < length:
+            first.append(w)
+        if at + w.seconds > total - length:
+            last.append(w)
+        at += w.seconds
+    return first, last, note
+
+
+def _soak_for(per_span: int, windows: list[WindowRecord]) -> str:
+    seconds = statistics.median(w.seconds for w in windows)
+    if 6 * per_span * seconds < 2 * HOUR:
+        return f" (a soak of about {span(6 * per_span * seconds)} at these windows)"
+    return f" (an hour holds {HOUR / seconds:.0f} of these windows)"
+
+
+def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
+               confidence: float = 0.95, warmup_note: str = "") -> Measurement:
+    """TTFT p50 drift, last span vs first, within ±ttft_drift_max (median of window p50s).
+
+    The drift's interval comes from the windows' own window-to-window noise: a drift the
+    spans' few windows cannot tell from that noise is MARGINAL, never a PASS, and a FAIL needs
+    the whole interval beyond the limit, so a noisy machine neither passes a drifting array
+    nor fails a steady one. A MARGINAL says how many windows per span would decide it.
+    """
+    name = G4["g4.ttft_drift"].title
+    limit = Limit(lo=-limits.ttft_drift_max, hi=limits.ttft_drift_max, unit="%",
+                  key="g4.ttft_drift_max")
+    first, last, note = drift_spans(windows)
+    note = "; ".join(t for t in (note, warmup_note) if t)
+    a = [w.ttft_p50 for w in first if w.ttft_p50 is not None]
+    b = [w.ttft_p50 for w in last if w.ttft_p50 is not None]
+    if not a or not b:
+        return Measurement.error(name, f"no TTFT in the {'first' if not a else 'last'} span "
+                                       f"({note})", limit)
+    early, late = statistics.median(a), statistics.median(b)
+    # Both directions count: a soak's point is that the operating point does not move.
+    drift = (late - early) / early * 100
+    series = [w.ttft_p50 for w in windows if w.ttft_p50 is not None]
+    if len(series) < 2:
+        return Measurement.error(name, f"{len(series)} window with a TTFT after the warm-up: "
+                                       "a drift needs two or more", limit)
+    noise = window_noise(series) * 100
+    half = quantile(confidence, len(series)) * noise / 100 * math.sqrt(
+        span_variance(len(a)) + span_variance(len(b)))
+    ratio = math.log(late / early)
+    interval = ((math.exp(ratio - half) - 1) * 100, (math.exp(ratio + half) - 1) * 100)
+    evidence = [f"median window TTFT p50: {early * 1e3:.4g} ms ({len(a)} windows) -> "
+                f"{late * 1e3:.4g} ms ({len(b)} windows)",
+                f"window-to-window noise of the TTFT p50: {noise:.3g} % over {len(series)} "
+                f"windows; {confidence * 100:g} % interval of the drift [{interval[0]:.3g}, "
+                f"{interval[1]:.3g}] %"]
+    measured = _interval_decides(Measurement.measured(name, drift, limit, note=note,
+                                                      evidence=evidence, interval=interval))
+    if measured.outcome is Outcome.MARGINAL:
+        # How far the log ratio sits from the nearer limit, in the interval's own unit.
+        room = min(abs(ratio - math.log(1 + k * limits.ttft_drift_max / 100)) for k in (1, -1))
+        need = windows_to_decide(noise / 100, room, confidence)
+        decides = (f"about {need} windows per span would decide a drift this size at this "
+                   f"noise{_soak_for(need, windows)}" if need else
+                   "no span length decides a drift on the limit")
+        measured = _decided(measured, Outcome.MARGINAL, (
+            f"the {len(a)} and {len(b)} windows of the spans cannot tell a drift of "
+            f"{drift:+.3g} % from the windows' own noise ({noise:.3g} % from one window to the "
+            f"next): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
+            f"{interval[1]:.3g}] % crosses ±{limits.ttft_drift_max:g} %; {decides}; {note}"))
+    return measured
+
+
+def stability(windows: list[WindowRecord], spread_max: float = 20.0, slope_max: float = 10.0,
+              keys: tuple[str, str] = ("g1.steady_state_spread_max",
+                                       "g1.steady_state_slope_max"),
+              confidence: float = 0.95) -> list[Measurement]:
+    """SNIA spread and slope over 5 rounds of per-window throughput (core.steady arithmetic).
+
+    Each round's mean carries the windows' noise over the root of its windows; the spread's
+    interval holds all five rounds at once (Bonferroni), the slope's is the least-squares
+    slope's own. A figure noise can explain is MARGINAL, never a PASS nor a FAIL.
+    """
+    names = (G4["g4.window_spread"].title, G4["g4.window_slope"].title)
+    limits = (Limit.at_most(spread_max, "%", key=keys[0]), Limit.at_most(slope_max, "%",
+                                                                         key=keys[1]))
+    rates = [w.throughput or 0.0 for w in windows]
+    try:
+        rounds = round_averages(rates)
+        mean = sum(rounds) / len(rounds)
+        if mean <= 0:
+            raise SteadyStateUnavailable("no output throughput in any window (mean 0)")
+    except SteadyStateUnavailable as exc:
+        return [Measurement.error(n, str(exc), lim) for n, lim in zip(names, limits, strict=True)]
+    k, size = len(rounds), len(rates) // len(rounds)
+    # A window without output has no log noise; it FAILs the floor, and here stays a point.
+    noise = window_noise(rates) if min(rates) > 0 else 0.0
+    per_round = noise / math.sqrt(size) * 100  # one round mean's relative noise, %
+    spread = (max(rounds) - min(rounds)) / mean * 100
+    spread_half = 2 * quantile(1 - (1 - confidence) / k, len(rates)) * per_round
+    slope = least_squares_slope(rounds) * (k - 1) / mean * 100
+    slope_half = quantile(confidence, len(rates)) * per_round * (k - 1) / math.sqrt(
+        sum((i - (k - 1) / 2) ** 2 for i in range(k)))
+    ends = (abs(slope - slope_half), abs(slope + slope_half))
+    slope_interval = (0.0 if abs(slope) <= slope_half else min(ends), max(ends))
+    evidence = [f"round averages (tok/s, {size} windows each): "
+                f"{', '.join(f'{r:.4g}' for r in rounds)}",
+                f"window-to-window noise of the throughput: {noise * 100:.3g} %; one round's "
+                f"mean: {per_round:.3g} %"]
+    return [_interval_decides(Measurement.measured(
+                names[0], spread, limits[0], evidence=evidence,
+                interval=(max(0.0, spread - spread_half), spread + spread_half))),
+            _interval_decides(Measurement.measured(names[1], abs(slope), limits[1],
+                                                   evidence=evidence, interval=slope_interval))]
