@@ -7,9 +7,15 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test bench tools browser engine clean
 
+# The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
+# with `make test`, so the demo's ten minutes are not spent unpacking them.
 $(BIN)/kvgate: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[llamacpp]'
+	touch $@
+
+$(VENV)/.test-extras: $(BIN)/kvgate pyproject.toml
 	$(BIN)/pip install -q -e '.[test,llamacpp]'
 	touch $@
 
@@ -66,7 +72,7 @@ demo: tools $(BIN)/kvgate
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
-test: tools browser engine $(BIN)/kvgate
+test: tools browser engine $(VENV)/.test-extras
 	@$(BIN)/python -m pytest -n 2 --dist loadfile; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 

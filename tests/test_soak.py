@@ -249,10 +249,11 @@ def test_a_drift_the_windows_noise_cannot_separate_is_marginal_never_fail_or_pas
     assert m.outcome is Outcome.MARGINAL, m
     assert m.interval[0] < 10 < m.interval[1]
     assert "cannot tell a drift of +14.2 %" in m.note
-    # On the log scale: room ln(1.1417) - ln(1.10) = 0.0373, noise 0.0396;
-    # pi * (1.96 * 0.0396 / 0.0373)^2 = 13.6 windows per span, x 6 spans x 20 s = 28 min
-    assert "about 14 windows per span would decide" in m.note, m.note
-    assert "(a soak of about 28 min (1,680 s) at these windows)" in m.note
+    # On the log scale: room ln(1.1417) - ln(1.10) = 0.0373, noise 0.0396; with n windows per
+    # span (6n in the soak, t at 2 (6n - 1)^2 / (18n - 4) degrees of freedom: 2.00 at n = 15)
+    # pi * (2.00 * 0.0396 / 0.0373)^2 = 14.2 -> 15 windows per span, x 6 spans x 20 s = 30 min
+    assert "about 15 windows per span would decide" in m.note, m.note
+    assert "(a soak of about 30 min (1,800 s) at these windows)" in m.note
     steady_but_noisy = [0.870, 0.906, 0.900, 0.887, 0.985, 0.870]
     assert ttft_drift(windows(6, seconds=20.0, ttft=lambda i: steady_but_noisy[i]),
                       LIMITS).outcome is Outcome.MARGINAL

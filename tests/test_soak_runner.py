@@ -307,7 +307,9 @@ def test_a_real_short_soak_against_the_simulator(tmp_path, store):
     assert SHORTENED in got["Effective soak duration"].note
     assert "1/6" in got["TTFT p50 drift"].note
     assert got["TTFT p50 drift"].outcome in (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL)
-    assert got["Window throughput spread (SNIA)"].outcome in (Outcome.PASS, Outcome.FAIL)
+    # Two windows per round: measured, and often MARGINAL at the simulator's window noise.
+    assert got["Window throughput spread (SNIA)"].outcome in (Outcome.PASS, Outcome.FAIL,
+                                                              Outcome.MARGINAL)
     assert len(store.samples("soak-1", "g4.ttft_p50")) == 10
 
 
@@ -315,9 +317,7 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
     def switch(sim, window):
         if window.index == 1:
             sim.faults(error_every=2)
-    # 24 short windows: with 4 the one step from fast to slow is most of what the windows'
-    # noise is estimated from, and the rule (rightly) cannot tell the step from noise.
-    soak = real_soak(tmp_path, store, 12.0, on_window=switch, window=0.5)
+    soak = real_soak(tmp_path, store, 8.0, on_window=switch)
     windows = SoakStore(store).windows("soak-1")
     assert [w.errors for w in windows[:2]] == [0, 0]
     assert all(w.errors > 0 for w in windows[2:])

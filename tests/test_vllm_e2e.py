@@ -90,7 +90,7 @@ def test_g3_loads_the_kv_from_connector_files_on_the_target(g3, world):
 def test_g3_evidence_chain_agrees(g3):
     ms = outcomes(g3)
     chain = ms[f"Storage-read evidence chain {C}"]
-    assert chain["outcome"] == "PASS", chain
+    assert chain["outcome"] == "PASS", (chain["note"], chain["evidence"])
     table = json.dumps(g3["tables"])
     assert "vllm:prompt_tokens_by_source" in table or "vllm:external_prefix_cache" in table
     assert "/proc/PID/io" in table  # the worker process's own reads

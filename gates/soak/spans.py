@@ -98,17 +98,18 @@ def quantile(confidence: float, n: int | None = None) -> float:
     return float(stdtrit(noise_df(n), p))
 
 
-def windows_to_decide(noise: float, room: float, confidence: float) -> int | None:
+def windows_to_decide(noise: float, room: float, confidence: float,
+                      spans_per_run: int = 6) -> int | None:
     """Windows per span that would bring a first-vs-last interval's half-width under ``room``.
 
-    Both in the same unit; a normal quantile (a longer soak also estimates its noise
-    better). None when there is no room (the point sits on the limit).
+    Both in the interval's unit (the log ratio). The noise is taken as it is; its degrees of
+    freedom grow with the soak (``spans_per_run`` spans of n windows). None when no soak of
+    up to 10,000 windows per span would (the point sits on the limit, or the noise is huge).
     """
     if room <= 0:
         return None
-    z = quantile(confidence)
-    for n in (1, 2):
+    for n in range(1, 10_001):
+        z = quantile(confidence, spans_per_run * n)
         if z * noise * math.sqrt(2 * span_variance(n)) <= room:
             return n
-    # half = z * noise * sqrt(2 * v(n)) with v(n) = pi / 2n  =>  n = pi * (z * noise / room)^2
-    return max(3, math.ceil(math.pi * (z * noise / room) ** 2))
+    return None

@@ -133,7 +133,7 @@ def drift_spans(windows: list[WindowRecord]) -> tuple[list[WindowRecord], list[W
 def _soak_for(per_span: int, windows: list[WindowRecord]) -> str:
     seconds = statistics.median(w.seconds for w in windows)
     if 6 * per_span * seconds < 2 * HOUR:
-        return f" (a soak of about {span(6 * per_span * seconds)} at these windows)"
+        return f" (a soak of about {span(round(6 * per_span * seconds))} at these windows)"
     return f" (an hour holds {HOUR / seconds:.0f} of these windows)"
 
 
@@ -179,9 +179,9 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
         # How far the log ratio sits from the nearer limit, in the interval's own unit.
         room = min(abs(ratio - math.log(1 + k * limits.ttft_drift_max / 100)) for k in (1, -1))
         need = windows_to_decide(noise / 100, room, confidence)
-        decides = (f"about {need} windows per span would decide a drift this size at this "
-                   f"noise{_soak_for(need, windows)}" if need else
-                   "no span length decides a drift on the limit")
+        decides = (f"about {need} window{'s' if need > 1 else ''} per span would decide a "
+                   f"drift this size at this noise{_soak_for(need, windows)}" if need else
+                   "no soak of practical length decides a drift this close to the limit")
         measured = _decided(measured, Outcome.MARGINAL, (
             f"the {len(a)} and {len(b)} windows of the spans cannot tell a drift of "
             f"{drift:+.3g} % from the windows' own noise ({noise:.3g} % from one window to the "
@@ -226,8 +226,13 @@ def stability(windows: list[WindowRecord], spread_max: float = 20.0, slope_max: 
                 f"{', '.join(f'{r:.4g}' for r in rounds)}",
                 f"window-to-window noise of the throughput: {noise * 100:.3g} %; one round's "
                 f"mean: {per_round:.3g} %"]
-    return [_interval_decides(Measurement.measured(
-                names[0], spread, limits[0], evidence=evidence,
-                interval=(max(0.0, spread - spread_half), spread + spread_half))),
-            _interval_decides(Measurement.measured(names[1], abs(slope), limits[1],
-                                                   evidence=evidence, interval=slope_interval))]
+    judged = [_interval_decides(Measurement.measured(
+                  names[0], spread, limits[0], evidence=evidence,
+                  interval=(max(0.0, spread - spread_half), spread + spread_half))),
+              _interval_decides(Measurement.measured(names[1], abs(slope), limits[1],
+                                                     evidence=evidence, interval=slope_interval))]
+    return [m if m.outcome is not Outcome.MARGINAL else m.model_copy(update={"note": (
+        f"its {confidence * 100:g} % interval [{m.interval[0]:.3g}, {m.interval[1]:.3g}] % "
+        f"crosses {m.limit.hi:g} %: rounds of {size} window{'s' if size > 1 else ''} at "
+        f"{noise * 100:.3g} % window-to-window noise cannot tell; longer rounds (a longer "
+        "soak) decide")}) for m in judged]
