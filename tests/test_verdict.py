@@ -83,7 +83,12 @@ def test_interval_crossing_a_bound_is_marginal():
     limit = Limit.at_least(10)
     assert limit.judge(12, interval=(9, 15)) is M
     assert limit.judge(12, interval=(11, 13)) is P
-    assert limit.judge(9, interval=(8, 11)) is F
+    # A point outside whose interval reaches back inside is undecided too; FAIL needs all of it out.
+    assert limit.judge(9, interval=(8, 11)) is M
+    assert limit.judge(9, interval=(8, 9.5)) is F
+    assert limit.judge(9, interval=(8, 10)) is M  # the bound is inclusive: 10 is inside
+    two_sided = Limit(lo=-10, hi=10)
+    assert two_sided.judge(30, interval=(-20, 40)) is M and two_sided.judge(30, (20, 40)) is F
 
 
 def test_nan_fails():

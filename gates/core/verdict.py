@@ -96,17 +96,27 @@ class Limit(BaseModel):
             gaps.append(self.hi - value)
         return min(gaps)
 
+    def _beyond(self, interval: tuple[float, float]) -> bool:
+        lo, hi = min(interval), max(interval)
+        return ((self.hi is not None and lo >= self.hi and not self.contains(lo))
+                or (self.lo is not None and hi <= self.lo and not self.contains(hi)))
+
     def in_guard_band(self, value: float) -> bool:
         """Whether a passing value lies within the marginal band of a bound."""
         return any(bound is not None and abs(value - bound) < self.marginal * abs(bound)
                    for bound in (self.lo, self.hi))
 
     def judge(self, value: float, interval: tuple[float, float] | None = None) -> Outcome:
-        """PASS, FAIL or MARGINAL for a point value and its optional confidence interval."""
+        """PASS, FAIL or MARGINAL for a point value and its optional confidence interval.
+
+        With an interval, PASS needs all of it inside the limit and FAIL all of it beyond one
+        bound: what the interval cannot tell from the limit is MARGINAL, whichever side the
+        point fell on.
+        """
+        if interval is not None and not all(self.contains(v) for v in interval):
+            return Outcome.FAIL if self._beyond(interval) else Outcome.MARGINAL
         if not self.contains(value):
             return Outcome.FAIL
-        if interval is not None and not all(self.contains(v) for v in interval):
-            return Outcome.MARGINAL
         return Outcome.MARGINAL if self.in_guard_band(value) else Outcome.PASS
 
     def __str__(self) -> str:

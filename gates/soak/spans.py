@@ -108,7 +108,10 @@ def windows_to_decide(noise: float, room: float, confidence: float,
     """
     if room <= 0:
         return None
-    for n in range(1, 10_001):
+    # t >= z, so the normal quantile's answer is where the search can start.
+    z = quantile(confidence)
+    start = 1 if noise <= 0 else max(1, math.floor(math.pi * (z * noise / room) ** 2))
+    for n in range(start, 10_001):
         z = quantile(confidence, spans_per_run * n)
         if z * noise * math.sqrt(2 * span_variance(n)) <= room:
             return n

@@ -36,19 +36,6 @@ def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
     return measured.model_copy(update={"outcome": outcome, "note": note})
 
 
-def _interval_decides(measured: Measurement) -> Measurement:
-    """A FAIL needs the whole interval beyond the limit; a point FAIL short of that is MARGINAL.
-
-    (Limit.judge already makes a PASS whose interval crosses the limit MARGINAL.)
-    """
-    lo, hi = measured.interval
-    limit = measured.limit
-    beyond = (limit.hi is not None and lo > limit.hi) or (limit.lo is not None and hi < limit.lo)
-    if measured.outcome is Outcome.FAIL and not beyond:
-        return measured.model_copy(update={"outcome": Outcome.MARGINAL})
-    return measured
-
-
 def throughput_floor(windows: list[WindowRecord], limits: G4Limits,
                      g3_throughput: float | None, confidence: float = 0.95,
                      warmup_note: str = "") -> Measurement:
@@ -85,14 +72,18 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits,
         mid = statistics.median([w.throughput for w in block])
         half = zq * noise * math.sqrt(span_variance(len(block)))
         return mid, mid * math.exp(-half), mid * math.exp(half)
-    failing = [b for b in blocks if bounds(b, z_all)[2] < floor]
-    decisive = min(failing, key=lambda b: bounds(b, z_all)[2]) if failing else min(
-        blocks, key=lambda b: bounds(b, z)[1])
-    mid, lo, hi = bounds(decisive, z_all if failing else z)
+    # (block, its interval at the confidence, its upper bound held simultaneously over spans)
+    judged = [(b, bounds(b, z), bounds(b, z_all)[2]) for b in blocks]
+    failing = [j for j in judged if j[2] < floor]
+    if failing:
+        decisive, (mid, _, _), _ = min(failing, key=lambda j: j[2])
+        lo, hi = bounds(decisive, z_all)[1:]
+    else:
+        decisive, (mid, lo, hi), _ = min(judged, key=lambda j: j[1][1])
     where = f"windows #{decisive[0].index}-#{decisive[-1].index}" if len(decisive) > 1 else \
         f"window #{decisive[0].index}"
-    below = [f"window #{w.index}: {w.throughput or 0.0:.4g} tok/s" for w in windows
-             if (w.throughput or 0.0) < floor]
+    below = [f"window #{w.index}: {w.throughput:.4g} tok/s" for w in windows
+             if w.throughput < floor]
     evidence = [f"lowest span ({where}, {len(decisive)} windows): median {mid:.4g} tok/s, "
                 f"interval [{lo:.4g}, {hi:.4g}] tok/s",
                 f"window-to-window noise of the throughput: {noise * 100:.3g} % over "
@@ -106,7 +97,7 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits,
     if failing:
         return _decided(measured, Outcome.FAIL, f"{len(failing)} of {len(blocks)} spans below "
                                                 f"the floor; {rule}")
-    if all(bounds(b, z)[1] >= floor for b in blocks):
+    if all(low >= floor for _, (_, low, _), _ in judged):
         return _decided(measured, Outcome.PASS, rule)
     return _decided(measured, Outcome.MARGINAL, (
         f"the lowest span's {confidence * 100:g} % interval [{lo:.4g}, {hi:.4g}] tok/s crosses "
@@ -173,8 +164,8 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
                 f"window-to-window noise of the TTFT p50: {noise:.3g} % over {len(series)} "
                 f"windows; {confidence * 100:g} % interval of the drift [{interval[0]:.3g}, "
                 f"{interval[1]:.3g}] %"]
-    measured = _interval_decides(Measurement.measured(name, drift, limit, note=note,
-                                                      evidence=evidence, interval=interval))
+    measured = Measurement.measured(name, drift, limit, note=note, evidence=evidence,
+                                    interval=interval)
     if measured.outcome is Outcome.MARGINAL:
         # How far the log ratio sits from the nearer limit, in the interval's own unit.
         room = min(abs(ratio - math.log(1 + k * limits.ttft_drift_max / 100)) for k in (1, -1))
@@ -226,11 +217,11 @@ def stability(windows: list[WindowRecord], spread_max: float = 20.0, slope_max: 
                 f"{', '.join(f'{r:.4g}' for r in rounds)}",
                 f"window-to-window noise of the throughput: {noise * 100:.3g} %; one round's "
                 f"mean: {per_round:.3g} %"]
-    judged = [_interval_decides(Measurement.measured(
-                  names[0], spread, limits[0], evidence=evidence,
-                  interval=(max(0.0, spread - spread_half), spread + spread_half))),
-              _interval_decides(Measurement.measured(names[1], abs(slope), limits[1],
-                                                     evidence=evidence, interval=slope_interval))]
+    judged = [Measurement.measured(names[0], spread, limits[0], evidence=evidence,
+                                   interval=(max(0.0, spread - spread_half),
+                                             spread + spread_half)),
+              Measurement.measured(names[1], abs(slope), limits[1], evidence=evidence,
+                                   interval=slope_interval)]
     return [m if m.outcome is not Outcome.MARGINAL else m.model_copy(update={"note": (
         f"its {confidence * 100:g} % interval [{m.interval[0]:.3g}, {m.interval[1]:.3g}] % "
         f"crosses {m.limit.hi:g} %: rounds of {size} window{'s' if size > 1 else ''} at "
