@@ -69,7 +69,9 @@ def g3_measurements() -> list[Measurement]:
                              ).model_copy(update={"id": "g3.ttft_p50_reduction", "at": 8}),
         Measurement.measured("Output throughput gain vs G2 baseline", 26.0,
                              Limit.at_least(29, pct, key="g3.throughput_gain_min"),
-                             interval=(22.5, 29.1)),
+                             # wholly below the limit: a FAIL (one reaching back past 29
+                             # would be MARGINAL, Limit.judge)
+                             interval=(22.5, 28.4)),
         Measurement.measured("Throughput gain within the claimed band", 26.0,
                              Limit(lo=0, hi=40, hi_inclusive=False, unit=pct,
                                    key="g3.throughput_gain_claimed_max", marginal=0.05)),
