@@ -77,7 +77,7 @@ def profile_argv(aiperf: Path, *, url: str, model: str, tokenizer: Path, inputs:
         "--input-file", str(inputs), "--custom-dataset-type", "single-turn",
         "--dataset-sampling-strategy", "sequential",
         "--request-count", str(requests), *load, "--warmup-request-count", str(warmup),
-        # kvgate sends ignore_eos (gates.inference.payload): the same body field here.
+        # kvgate sends ignore_eos (gates.loadgen.payload): the same body field here.
         "--extra-inputs", "ignore_eos:true",
         # Token counts from the server's usage, as kvgate counts them: the same work each.
         "--use-server-token-count",

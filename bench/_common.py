@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gates.core import percentile
-from gates.inference import PlannedRequest, block_tokens
+from gates.loadgen import PlannedRequest
+from gates.loadgen.workloads import block_tokens
 
 HERE = Path(__file__).resolve().parent
 GEN_CPU, SIM_CPU = 0, 1  # the generator on one core, the simulator on the other
@@ -160,7 +161,7 @@ def ms(seconds: float | None, digits: int = 3) -> str:
 
 
 def pct(values: Sequence[float], p: float) -> float | None:
-    """Linear-interpolated percentile (gates.inference.metrics), None when empty."""
+    """Linear-interpolated percentile (gates.loadgen.metrics), None when empty."""
     return percentile(values, p) if values else None
 
 

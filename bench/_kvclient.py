@@ -1,4 +1,4 @@
-"""kvgate's side of bench/vs_aiperf.py: gates.inference.run_phase in a process of its own.
+"""kvgate's side of bench/vs_aiperf.py: gates.loadgen.run_phase in a process of its own.
 
 ``python bench/_kvclient.py SPEC OUT``: SPEC is JSON {url, model, concurrency, rate (None:
 closed loop), max_tokens, warm: [prompt...], prompts: [prompt...]}; one ``run_phase`` sends the
@@ -16,12 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gates.inference import Endpoint, LoadSettings, run_phase, summarize, tpot
+from gates.loadgen import Endpoint, LoadSettings, run_phase, summarize
+from gates.loadgen.metrics import tpot
 
 
 @dataclass(frozen=True)
 class TextRequest:
-    """A planned request with a text prompt (gates.inference.PlannedLike)."""
+    """A planned request with a text prompt (gates.loadgen.PlannedLike)."""
 
     request_id: str
     prompt: str

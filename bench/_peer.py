@@ -17,14 +17,8 @@ from dataclasses import dataclass, field
 
 from _common import pct
 
-from gates.inference import (
-    READ_BUFFER,
-    Endpoint,
-    LoadSettings,
-    LoopLagMonitor,
-    ResponseStream,
-    request_body,
-)
+from gates.loadgen import READ_BUFFER, Endpoint, LoadSettings, LoopLagMonitor, ResponseStream
+from gates.loadgen.generator import request_body
 
 LEVEL_TIMEOUT = 60.0  # seconds per client per concurrency level, hard bound
 

@@ -21,7 +21,9 @@ import time
 
 from aiohttp import web
 
-from gates.sim import build_app, fine_loop, get_profile
+from gates.sim.model import get_profile
+from gates.sim.server import build_app
+from gates.sim.timers import fine_loop
 
 RECV = web.AppKey("bench_recv", dict)
 

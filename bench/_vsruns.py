@@ -30,8 +30,8 @@ from _common import GEN_CPU, HERE, ServerProcess, server_cpu_args
 from _proctree import Measured, run_tree, tail
 from _refserver import prompt_key
 
-from gates.engines import cache_root
-from gates.inference import free_port
+from gates.engines.installs import cache_root
+from gates.inference.process import free_port
 
 # aiperf 0.13.0 with HF_HUB_OFFLINE=1 sends even a local folder through snapshot_download,
 # which rejects a path (common/tokenizer.py _from_pretrained_local), so offline mode cannot

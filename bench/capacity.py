@@ -1,7 +1,7 @@
 """Capacity: the highest open-loop request rate and SSE events/s the load generator sustains on
-one core before its own self-check (gates.inference.selfcheck) says it is the bottleneck.
+one core before its own self-check (gates.loadgen.selfcheck) says it is the bottleneck.
 
-The generator (this process, ``gates.inference.run_phase`` in rate mode, constant arrivals) is
+The generator (this process, ``gates.loadgen.run_phase`` in rate mode, constant arrivals) is
 pinned to CPU 0; the simulator runs in its own process on CPU 1 with fast engine physics
 (``_simproc.py --fast``: prefill 10M tokens/s, 1 ms per output token at any batch size) so the
 simulated engine's speed is not what is being measured. The rate is stepped up, bounded in
@@ -32,14 +32,8 @@ from _common import (
     prompts,
 )
 
-from gates.inference import (
-    LOOP_LAG_P99_MAX,
-    SCHEDULE_LAG_P99_MAX,
-    Endpoint,
-    LoadSettings,
-    run_phase,
-    summarize,
-)
+from gates.loadgen import Endpoint, LoadSettings, run_phase, summarize
+from gates.loadgen.selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX
 
 SHORT_RATES = [50, 100, 200, 300, 400, 500, 600, 800, 1000, 1300, 1600, 2000]
 LONG_RATES = [5, 10, 20, 40, 60, 80, 100, 120, 160, 200]

@@ -34,15 +34,9 @@ from pathlib import Path
 
 from _common import HERE, machine, print_table
 
-from gates.core import (
-    Limit,
-    load_thresholds,
-    log_ratios,
-    looks_problem,
-    sequential,
-    sign_interval,
-    to_log,
-)
+from gates.core import Limit, log_ratios, sequential
+from gates.core.config import load_thresholds
+from gates.core.paired import looks_problem, sign_interval, to_log
 from gates.inference import look_plan
 
 ROOT = HERE.parent

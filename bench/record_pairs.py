@@ -24,8 +24,9 @@ from pathlib import Path
 from _common import HERE, machine
 
 from gates.core import load_config
-from gates.engines import choose_engine, run_arm_once
-from gates.inference import cpu_reference
+from gates.engines import choose_engine
+from gates.engines.protocol import run_arm_once
+from gates.inference.machine import cpu_reference
 
 ROOT = HERE.parent
 

@@ -5,7 +5,7 @@ concurrency 256).
 Every content event carries ``sim_due_ns`` (engine model: token ready) and ``sim_sent_ns``
 (perf_counter_ns just before the write); sent - due is the simulator's own scheduling error.
 ``RequestRecord`` keeps neither, so this bench reads the raw streams itself with aiohttp and
-``gates.inference.sse.SSEDecoder``, closed loop at each concurrency, against the simulator (profile
+``gates.loadgen.sse.SSEDecoder``, closed loop at each concurrency, against the simulator (profile
 tiny, no storage tier) in its own process on the other core. Arrival - sent is shown too: if
 it is large the client fell behind, and a client that falls behind can back-pressure the
 simulator's writes. No peer simulator exists, so there is no ratio.
@@ -22,7 +22,8 @@ import time
 import aiohttp
 from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts
 
-from gates.inference import READ_BUFFER, Endpoint, LoadSettings, SSEDecoder, payload
+from gates.loadgen import READ_BUFFER, Endpoint, LoadSettings, payload
+from gates.loadgen.sse import SSEDecoder
 
 TARGET_CONCURRENCY, TARGET_P99 = 256, 0.002
 LEVEL_TIMEOUT = 60.0

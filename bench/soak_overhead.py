@@ -18,7 +18,9 @@ from pathlib import Path
 
 from _common import machine, own_cpu_seconds, print_table
 
-from gates.soak import FreeSpace, KernelLog, ProcessHealth, SoakPlan, SoakRunner
+from gates.soak import SoakPlan, SoakRunner
+from gates.soak.health import FreeSpace, ProcessHealth
+from gates.soak.kernel_log import KernelLog
 from gates.storage import SubprocessRunner
 from gates.store import Store
 

@@ -38,7 +38,8 @@ from pathlib import Path
 from _common import HERE, machine, print_table
 
 from gates.core import G4Limits, Outcome
-from gates.soak import WindowRecord, throughput_floor, ttft_drift
+from gates.soak.rules import WindowRecord
+from gates.soak.trends import throughput_floor, ttft_drift
 
 DATA = HERE / "data" / "soak-windows-sim.json"
 T0 = 1_800_000_000.0

@@ -10,7 +10,7 @@ process on the other core, two numbers per request:
   bench/_simproc.py). It equals delivery lag + (server receive - client t0): everything the
   client and the loopback add to TTFT.
 
-kvgate (``gates.inference.loadgen.send`` over run_phase's keep-alive Pool, closed loop) runs side by
+kvgate (``gates.loadgen.generator.send`` over run_phase's keep-alive Pool, closed loop) runs side by
 side with a peer: a minimal raw-asyncio-socket HTTP/1.1 client, one keep-alive connection per
 slot, that stamps each chunk when read and parses JSON only for the first content event.
 Ratio = kvgate / peer. Targets (issue 18): first-event lag p99 <= 1 ms at concurrency 256;
@@ -28,15 +28,9 @@ import time
 from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts, ratio
 from _peer import LEVEL_TIMEOUT, Run, key, peer_run, recv_stamps
 
-from gates.inference import (
-    Endpoint,
-    LoadSettings,
-    LoopLagMonitor,
-    Pool,
-    heap_set_aside,
-    request_body,
-    send,
-)
+from gates.loadgen import Endpoint, LoadSettings, LoopLagMonitor, Pool, send
+from gates.loadgen.collector import heap_set_aside
+from gates.loadgen.generator import request_body
 
 # Issue 18's targets: first-event lag p99 <= 1 ms at c = 256; TTFT error p99 within a ratio of
 # the peer's in the same run: 1.5x at c = 64, 2x at c = 256.
@@ -117,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--peer-parses", action="store_true",
                         help="the peer feeds every chunk to kvgate's own SSE and chunk parsing "
-                             "(gates.inference.ResponseStream): what is left is the transport")
+                             "(gates.loadgen.ResponseStream): what is left is the transport")
     parser.add_argument("--pairs", type=int, default=3,
                         help="runs of each client per level, interleaved kvgate-peer, "
                              "peer-kvgate, ...; their requests are pooled (default 3)")

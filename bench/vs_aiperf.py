@@ -2,7 +2,7 @@
 
 Against a reference server with known timing (bench/_refserver.py: first token 20 ms after the
 request arrives, then one every 5 ms, 32 tokens, every send stamped), kvgate
-(``gates.inference.run_phase`` in bench/_kvclient.py) and NVIDIA's aiperf 0.13.0 run
+(``gates.loadgen.run_phase`` in bench/_kvclient.py) and NVIDIA's aiperf 0.13.0 run
 interleaved (kvgate, aiperf, kvgate, aiperf) at each concurrency, each as its own process tree
 pinned to CPU 0 with the server on CPU 1. Each request's TTFT/ITL error = the client's value -
 the server's stamps, matched per request (aiperf by its X-Request-ID header, kvgate by a hash of

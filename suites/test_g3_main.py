@@ -16,11 +16,11 @@ from gates.inference import (
     by_concurrency,
     correctness,
     design_text,
-    evidence_table,
     g3_chains,
     g3_measurements,
     level_tables,
 )
+from gates.proof import evidence_table
 
 pytestmark = [pytest.mark.gate, pytest.mark.g3]
 

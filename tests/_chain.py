@@ -3,7 +3,7 @@
 import json
 
 from gates.core import DECLARED, SIMULATED_ENGINE, GateRecord, Limit, UpstreamRef
-from gates.report import seal, seal_placeholder
+from gates.report.sealing import seal, seal_placeholder
 from gates.store import Store
 
 SITE = "acceptance site"

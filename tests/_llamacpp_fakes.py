@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from gates.engines.llamacpp import CMAKE_FLAGS, MANIFEST, PINNED, LlamaCppInstall, install_dir
+from gates.engines.llamacpp import LlamaCppInstall
+from gates.engines.llamacpp.installer import CMAKE_FLAGS, MANIFEST, PINNED, install_dir
 
 
 def fake_install(root: Path) -> LlamaCppInstall:

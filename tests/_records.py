@@ -13,17 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gates.core import (
-    GateRecord,
-    Limit,
-    Measurement,
-    UpstreamRef,
-    WorkloadSettings,
-    load_site,
-    load_thresholds,
-)
-from gates.inference import Repetition, g2_measurements, workload_hash, workload_plan
-from gates.sim import decode_seconds, paced_profile, prefill_seconds
+from gates.core import GateRecord, Limit, Measurement, UpstreamRef, WorkloadSettings, load_site
+from gates.core.config import load_thresholds
+from gates.inference import Repetition, g2_measurements
+from gates.loadgen import workload_hash, workload_plan
+from gates.sim.cli import paced_profile
+from gates.sim.model import decode_seconds, prefill_seconds
 from gates.store import Store
 
 G2_FILE = "g2-baseline-repetitions.json"  # fixtures/g2g3.py BASELINE_FILE

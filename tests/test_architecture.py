@@ -8,6 +8,7 @@ only imports and `__all__`, and that no module grows past the size a reader can 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +45,16 @@ def test_the_import_contracts_hold():
     assert "0 broken" in done.stdout
 
 
-@pytest.mark.parametrize("folder", ["gates", "suites", "fixtures", "tests", "bench"])
+# Tests and benchmarks look inside rooms (a room's tests import its modules, as the package's
+# own modules do); the suites, fixtures and other rooms come in by the face.
+CONSUMERS = ("gates", "suites", "fixtures")
+FACE_MAX = 40
+# A wider face, with the most names it may have: the core is one room for verdicts, limits,
+# records, units, statistics, steady state and configuration; splitting it is the next step.
+WIDER = {"gates.core": 92}
+
+
+@pytest.mark.parametrize("folder", CONSUMERS)
 def test_code_outside_a_room_imports_its_face(folder):
     wrong = []
     for path in _python_files(folder):
@@ -89,6 +99,69 @@ def test_a_face_is_imports_and_all(face):
     assert declared == sorted(declared), f"{face}: keep __all__ sorted"
     assert set(declared) == imported, f"{face}: __all__ and the imports differ: " \
         f"{sorted(set(declared) ^ imported)}"
+
+
+def _face_names(face: Path) -> list[str]:
+    for node in ast.parse(face.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
+            return [e.value for e in node.value.elts]
+    return []
+
+
+@functools.cache
+def _imported_by_other_rooms() -> dict[str, set[str]]:
+    """room -> the names code outside it (another room, a suite, a fixture) imports."""
+    used: dict[str, set[str]] = {"gates.core": set(_root_names())}
+    for path in _python_files(*CONSUMERS):
+        here = _package_of(path) if path.is_relative_to(GATES) else ""
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.ImportFrom) and (target := _absolute(path, node)) in PACKAGES
+                    and here != target and not here.startswith(target + ".")):
+                used.setdefault(target, set()).update(a.name for a in node.names)
+        for room, names in _attributes_of_imported_rooms(path).items():
+            used.setdefault(room, set()).update(names)
+    return used
+
+
+def _attributes_of_imported_rooms(path: Path) -> dict[str, set[str]]:
+    # `from ..engines import llamacpp` then `llamacpp.PINNED`: a name used through the face.
+    tree = ast.parse(path.read_text())
+    rooms = {a.asname or a.name: f"{_absolute(path, node)}.{a.name}"
+             for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for a in node.names if f"{_absolute(path, node)}.{a.name}" in PACKAGES}
+    used: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in rooms):
+            used.setdefault(rooms[node.value.id], set()).add(node.attr)
+    return used
+
+
+def _root_names() -> list[str]:
+    # The package root hands out some core names itself (PEP 562: gates/__init__.py).
+    for node in ast.parse((GATES / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_FROM_CORE":
+            return [e.value for e in node.value.elts]
+    return []
+
+
+ROOM_FACES = sorted(p for p in GATES.rglob("__init__.py") if p.parent != GATES)
+
+
+@pytest.mark.parametrize("face", ROOM_FACES, ids=lambda p: str(p.relative_to(REPO)))
+def test_a_face_exports_only_what_other_rooms_import(face):
+    room = _package_of(face)
+    unused = sorted(set(_face_names(face)) - _imported_by_other_rooms().get(room, set()))
+    assert not unused, (f"{room} exports names no other room, suite or fixture imports: "
+                        f"{unused}; tests import them from their module")
+
+
+@pytest.mark.parametrize("face", ROOM_FACES, ids=lambda p: str(p.relative_to(REPO)))
+def test_a_face_is_narrow(face):
+    room = _package_of(face)
+    most = WIDER.get(room, FACE_MAX)
+    names = len(_face_names(face))
+    assert names <= most, f"{room}'s face exports {names} names, more than {most}: split the room"
 
 
 @pytest.mark.parametrize("module", _python_files("gates"), ids=lambda p: str(p.relative_to(REPO)))

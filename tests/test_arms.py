@@ -14,8 +14,11 @@ import psutil
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from gates.core import Arm, ArmError, Arms, ConfigError, render, validate, validate_arms
-from gates.inference import MARKER, ArmProcess, free_port, http_status, port_taken, prepare_kv_dir
+from gates.core import Arm, ArmError, ConfigError, render, validate, validate_arms
+from gates.core.arms import Arms
+from gates.inference import ArmProcess, prepare_kv_dir
+from gates.inference.kv_dir import MARKER
+from gates.inference.process import free_port, http_status, port_taken
 
 SIM = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--kv-dir", "{kv_dir}", "--port",
        "{port}"]

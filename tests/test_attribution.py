@@ -1,4 +1,4 @@
-"""gates.inference.attribution: storage attribution by engine on the recorded before/after
+"""gates.proof.attribution: storage attribution by engine on the recorded before/after
 /metrics pairs (tests/data/metrics/README.md: where each name comes from), what is not exposed,
 and the devices' own read bytes. Ranks, permutations and version drift: test_attribution_ranks.
 """
@@ -10,23 +10,19 @@ from pathlib import Path
 import pytest
 
 from gates.core import ADAPTER_NAMES
-from gates.inference import (
-    ADAPTERS,
-    QUANTITIES,
-    SIM_METRICS,
-    SIM_VLLM_ALIASES,
+from gates.proof import (
     AttributionError,
-    DiskIO,
-    FakeDiskCounters,
     MetricSet,
     PsutilDiskCounters,
-    Sample,
     attribute,
     detect_engine,
     device_read_bytes,
     parse_metrics,
     restore_gbps,
 )
+from gates.proof.adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
+from gates.proof.disks import DiskIO, FakeDiskCounters
+from gates.proof.promtext import Sample
 
 DATA = Path(__file__).parent / "data" / "metrics"
 PROBE = 8192  # every engine file: the probe reads one 8,192-token context back from storage

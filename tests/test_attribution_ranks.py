@@ -1,4 +1,4 @@
-"""gates.inference.attribution per rank and across versions: 8-rank recordings (a rank at zero
+"""gates.proof.attribution per rank and across versions: 8-rank recordings (a rank at zero
 fails the shard), data-parallel engines add up, the order of series and the rank numbering do
 not matter, and the naming changes documented in tests/data/metrics/README.md still match."""
 
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.inference import MetricSet, Sample, attribute, parse_metrics
+from gates.proof import MetricSet, attribute, parse_metrics
+from gates.proof.promtext import Sample
 
 DATA = Path(__file__).parent / "data" / "metrics"
 PROBE = 8192

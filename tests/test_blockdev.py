@@ -6,7 +6,8 @@ import pytest
 from _tooldata import json_texts, tool_text
 from hypothesis import given
 
-from gates.storage import ParseError, mount_for, parse_findmnt, parse_lsblk
+from gates.storage import ParseError
+from gates.storage.blockdev import mount_for, parse_findmnt, parse_lsblk
 
 
 def test_findmnt_target_on_a_real_xfs_mount():

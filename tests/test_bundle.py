@@ -12,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.commands import add_bundle_commands, bundle_command
-from gates.report import verify, write_summary
-from gates.store import MANIFEST, BundleError, Store, manifest_text, parse_manifest, write_bundle
+from gates.report import write_summary
+from gates.report.verification import verify
+from gates.store import MANIFEST, BundleError, Store, parse_manifest, write_bundle
+from gates.store.bundle import manifest_text
 
 
 def parse(argv):

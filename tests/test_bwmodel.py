@@ -10,17 +10,15 @@ from hypothesis import strategies as st
 
 from gates.model import (
     SEED_BASELINE_BPS,
-    SEED_POINTS,
     ModelInputError,
     RestoreModel,
-    break_even_bandwidth,
     fit_calibration,
     fmt_rate,
     predict,
     preflight,
     recompute_time,
-    restore_time,
 )
+from gates.model.bandwidth import SEED_POINTS, break_even_bandwidth, restore_time
 
 GB = 1e9
 KV_32K = 32_768 * 126_976  # Qwen3-Coder-480B FP8, 32K tokens: 4,160,749,568 B

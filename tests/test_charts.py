@@ -27,7 +27,8 @@ def test_throughput_chart_names_the_arms():
 
 
 def test_time_series_downsamples_a_72_hour_series():
-    from gates.charts import envelope, time_series
+    from gates.charts import time_series
+    from gates.charts.charts import envelope
 
     points = [(float(t), float(t % 600)) for t in range(259_200)]
     ts, mean, low, high = envelope(points, buckets=1000)

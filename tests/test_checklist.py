@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.checklist import (
+from gates.checklist.items import (
     AnswersFile,
     answer_problems,
     load_answers,

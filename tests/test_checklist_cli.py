@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gates.checklist import (
-    ChecklistStore,
-    GateAttempt,
-    PromptAsker,
-    add_checklist_commands,
-    checklist_command,
-)
+from gates.checklist import ChecklistStore, add_checklist_commands, checklist_command
+from gates.checklist.run import PromptAsker
+from gates.checklist.store import GateAttempt
 from gates.core import Outcome
 from gates.store import Store
 

@@ -6,18 +6,16 @@ import sys
 import pytest
 from rich.console import Console
 
-from gates.checklist import (
+from gates.checklist import ChecklistStore
+from gates.checklist.items import ChecklistItem, load_checklist
+from gates.checklist.run import (
     ChecklistFlow,
-    ChecklistItem,
-    ChecklistRun,
-    ChecklistStore,
-    GateAttempt,
     GateRequest,
     PromptAsker,
     attempt_from_store,
     gate_argv,
-    load_checklist,
 )
+from gates.checklist.store import ChecklistRun, GateAttempt
 from gates.core import Measurement, Outcome
 from gates.store import Store
 

@@ -4,7 +4,8 @@ import sqlite3
 
 import pytest
 
-from gates.checklist import ChecklistRun, ChecklistStore, GateAttempt
+from gates.checklist import ChecklistStore
+from gates.checklist.store import ChecklistRun, GateAttempt
 from gates.core import ChecklistAnswer, Outcome
 from gates.store import Store
 

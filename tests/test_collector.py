@@ -5,7 +5,7 @@ import gc
 
 import pytest
 
-from gates.inference import FREEZE_EVERY, heap_set_aside
+from gates.loadgen.collector import FREEZE_EVERY, heap_set_aside
 
 
 def test_objects_made_during_the_block_are_frozen_as_it_runs_and_released_after():

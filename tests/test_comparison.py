@@ -7,12 +7,12 @@ from gates.core import Decision, G2Limits, G3Limits, Outcome
 from gates.inference import (
     Repetition,
     baseline_shift,
-    comparison,
     design_text,
     level_done,
     level_looks,
     level_tables,
 )
+from gates.inference.comparison import comparison
 
 LIMITS, DECISION = G3Limits(), Decision()
 
@@ -127,7 +127,7 @@ def test_a_moved_baseline_is_a_deviation_naming_both_figures():
 
 def test_the_g3_report_states_the_design_in_its_decision_rule():
     from gates.core import GateRecord
-    from gates.report import decision_rule
+    from gates.report.report import decision_rule
 
     record = GateRecord(gate="g3", run_id="r", site="s", started="t",
                         facts={"comparison design": design_text(LIMITS, DECISION)})

@@ -21,8 +21,8 @@ from gates.core import (
     Outcome,
     Scope,
     load_site,
-    load_thresholds,
 )
+from gates.core.config import load_thresholds
 
 
 def scope(tmp_path, repo, topology=""):

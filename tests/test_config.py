@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import ConfigError, load_site, load_thresholds
+from gates.core import ConfigError, load_site
+from gates.core.config import load_thresholds
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,9 +20,6 @@ from hypothesis import strategies as st
 
 from gates.cli import main
 from gates.core import (
-    FIO_MAX_IODEPTH,
-    FIO_MAX_JOBS,
-    MAX_DURATION,
     ConfigError,
     G1Limits,
     G3Limits,
@@ -30,9 +27,10 @@ from gates.core import (
     Site,
     UnitError,
     parse_duration,
-    parse_percent,
     validate,
 )
+from gates.core.settings import FIO_MAX_IODEPTH, FIO_MAX_JOBS
+from gates.core.units import MAX_DURATION, parse_percent
 
 BAD_INPUT = 2  # EXIT_CODES[Outcome.ERROR]: "2 error or bad input"
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.model import CatalogError, RestoreModel, evaluate, load_catalog, parse_catalog, rank
+from gates.model import CatalogError, RestoreModel, evaluate, load_catalog, rank
+from gates.model.cost import parse_catalog
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"
 GB = 1e9

@@ -1,4 +1,4 @@
-"""gates.inference.counters: storage NICs and RDMA ports from a real sysfs-shaped tree."""
+"""gates.proof.counters: storage NICs and RDMA ports from a real sysfs-shaped tree."""
 
 from __future__ import annotations
 
@@ -6,14 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gates.inference import (
-    AttributionError,
-    DiskIO,
-    FakeDiskCounters,
-    StorageSnapshot,
-    SysfsCounters,
-    storage_reads,
-)
+from gates.proof import AttributionError, SysfsCounters, storage_reads
+from gates.proof.counters import StorageSnapshot
+from gates.proof.disks import DiskIO, FakeDiskCounters
 
 
 def sysfs(root: Path, rx: int, words: int) -> Path:
@@ -62,7 +57,7 @@ def test_a_missing_interface_or_rdma_device_is_named(tmp_path):
 
 
 def test_an_md_array_and_its_members_are_never_both_counted(tmp_path):
-    from gates.inference import double_counted
+    from gates.proof import double_counted
 
     slaves = tmp_path / "block" / "md127" / "slaves"
     slaves.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""gates.inference.evidence and controls: the chain's verdict, physics and the working set."""
+"""gates.proof.evidence and controls: the chain's verdict, physics and the working set."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.core import Outcome
-from gates.inference import (
-    Agreement,
-    Kind,
+from gates.proof import (
     ProbeEvidence,
     ProofContext,
     Signal,
@@ -16,10 +14,9 @@ from gates.inference import (
     chain_measurement,
     judge_chain,
     probe_chain,
-    restore_physics,
-    within,
-    working_set,
 )
+from gates.proof.controls import restore_physics, working_set
+from gates.proof.evidence import Agreement, Kind, within
 
 ENGINE = Signal(kind=Kind.ENGINE, signal="vllm:external_prefix_cache_hits_total", value=8192,
                 unit="tokens", expected="≥ 7,373 tokens", agreement=Agreement.AGREES)
@@ -95,7 +92,7 @@ def test_within():
 
 
 def test_an_unreadable_exposition_makes_the_proof_inconclusive_with_the_reason():
-    from gates.inference import ProbeEvidence, ProofContext, probe_chain
+    from gates.proof import ProbeEvidence, ProofContext, probe_chain
 
     evidence = ProbeEvidence(expected_tokens=8192, repetitions=1,
                              error="metrics: http://h:8000/metrics: line 3: vllm:x: bad value")
@@ -141,7 +138,7 @@ def test_a_row_that_could_not_be_read_makes_the_chain_an_error_before_any_fail()
 
 
 def test_the_ranks_each_engine_labels():
-    from gates.inference import labelled_ranks
+    from gates.proof import labelled_ranks
 
     assert labelled_ranks("lmcache", tp=8) == 8 and labelled_ranks("sglang", tp=4, dp=2) == 8
     assert labelled_ranks("vllm", tp=8, dp=2) == 2 and labelled_ranks("dynamo-kvbm", tp=8) == 1

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gates.core import load_site, validate_arms
-from gates.inference import ADAPTERS, ArmProcess
+from gates.inference import ArmProcess
+from gates.proof.adapters import ADAPTERS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted(EXAMPLES.glob("*.toml"))

@@ -10,14 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.storage import (
+from gates.storage import FioParseError, combine, parse_fio_json
+from gates.storage.fio import (
     ALL_CLIENTS,
-    FioParseError,
     FioReport,
     Latency,
-    combine,
     merge_bins,
-    parse_fio_json,
     percentile_from_bins,
     samples_support,
 )

@@ -15,20 +15,10 @@ import psutil
 import pytest
 
 from gates.core import FioSettings
-from gates.storage import (
-    INSTALL_HINTS,
-    READ_FILE,
-    Completed,
-    ScriptedRunner,
-    SubprocessRunner,
-    ToolMissing,
-    client_address,
-    client_args,
-    fio_version,
-    g1_steps,
-    host_name,
-    run_step,
-)
+from gates.storage import SubprocessRunner, ToolMissing, fio_version, g1_steps, run_step
+from gates.storage.fiorun import client_address, client_args, host_name
+from gates.storage.jobs import READ_FILE
+from gates.storage.runner import INSTALL_HINTS, Completed, ScriptedRunner
 
 DATA = Path(__file__).parent / "data" / "fio"
 FIO = shutil.which("fio")

@@ -14,14 +14,9 @@ from pathlib import Path
 import pytest
 
 from gates.core import Ceilings, G1Limits, Outcome, bandwidth_unit
-from gates.storage import (
-    FioReport,
-    StepOutcome,
-    parse_fio_json,
-    percentile_from_bins,
-    watched_device,
-)
+from gates.storage import StepOutcome, parse_fio_json, watched_device
 from gates.storage import g1 as _g1
+from gates.storage.fio import FioReport, percentile_from_bins
 
 DATA = Path(__file__).parent / "data" / "fio"
 SEQREAD_BW = 1518897010  # B/s in seqread_1m.json

@@ -6,14 +6,9 @@ import pytest
 from test_g1 import KV_BW, QD32_IOPS, SEQREAD_BW, SEQWRITE_BW, limits, step
 
 from gates.core import Ceilings
-from gates.storage import (
-    StepOutcome,
-    bandwidth_bars,
-    g1_charts,
-    latency_curves,
-    qd1_latency,
-    sweep_points,
-)
+from gates.storage import StepOutcome, g1_charts
+from gates.storage.g1 import qd1_latency
+from gates.storage.g1charts import bandwidth_bars, latency_curves, sweep_points
 
 DEPTHS = [1, 4, 16, 32]
 

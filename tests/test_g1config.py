@@ -10,24 +10,20 @@ from _tooldata import tool_text
 
 from gates.core import G1Limits, Outcome, Site
 from gates.storage import (
-    BlockDevice,
     Collector,
     Found,
-    GidEntry,
     Inventory,
-    Mount,
-    NicState,
     SubprocessRunner,
     collect,
-    parse_id_ctrl,
     parse_list_subsys,
-    parse_mdadm_detail,
-    parse_nvme_list,
-    parse_rdma_links,
     parse_smart_log,
-    parse_xfs_info,
 )
 from gates.storage import g1config as g1c
+from gates.storage.blockdev import BlockDevice, Mount
+from gates.storage.net import GidEntry, NicState, parse_rdma_links
+from gates.storage.nvme import parse_id_ctrl, parse_nvme_list
+from gates.storage.raid import parse_mdadm_detail
+from gates.storage.xfs import parse_xfs_info
 
 LIMITS = G1Limits(seq_read_bw_min=1, seq_write_bw_min=1, kv_restore_bw_min=1,
                   randread_4k_qd1_p99_max=1, randread_4k_iops_min=1)
@@ -260,7 +256,7 @@ def test_embedded_default_site_file(repo):
 
 def collect_reasons(inv: Inventory, embedded: Site) -> Inventory:
     """The skipped facts the collector would record for this site (no commands run)."""
-    from gates.storage import applies
+    from gates.storage.inventory import applies
     why = applies(embedded.topology)
     for name, group in (("raid", "raid"), ("namespaces", "nvme"), ("subsystems", "fabric"),
                         ("nics", "nics"), ("rdma", "rdma"), ("gids", "rdma")):
@@ -303,7 +299,8 @@ def test_topology_keys_are_validated():
 
 def test_g1_report_shows_the_dut_identity():
     from gates.core import GateRecord, Measurement
-    from gates.report import ReportContext, render_html
+    from gates.report import ReportContext
+    from gates.report.report import render_html
     record = GateRecord(gate="g1", run_id="r1", site="t", started="s",
                         measurements=[Measurement.not_applicable("RAID level", "no RAID")],
                         inventory=healthy().dut())

@@ -1,14 +1,8 @@
 """G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
 
 from gates.core import Decision, G2Limits, G3Limits, Outcome
-from gates.inference import (
-    PROOF_FAILED,
-    Repetition,
-    correctness,
-    g2_measurements,
-    g3_measurements,
-    storage_proof,
-)
+from gates.inference import Repetition, correctness, g2_measurements, g3_measurements
+from gates.inference.g3storage import PROOF_FAILED, storage_proof
 
 
 def rep(arm, i, ttft, tput, c=8, errors=0, read=None, gpu=0.0, expected=1000, fit=True,
@@ -172,7 +166,7 @@ def test_correctness_without_token_ids_fails_and_says_so():
 
 def test_device_reads_prove_the_disk_was_read():
     from gates.core import Limit
-    from gates.inference import device_reads
+    from gates.inference.g3storage import device_reads
 
     limit = Limit.at_least(90, "%")
     read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
@@ -186,7 +180,7 @@ def test_device_reads_prove_the_disk_was_read():
 
 def test_the_engine_process_must_have_read_what_its_restores_say():
     from gates.core import Limit
-    from gates.inference import process_reads, storage_proof
+    from gates.inference.g3storage import process_reads, storage_proof
 
     limit = Limit.at_least(90, "%")
     read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
@@ -206,7 +200,7 @@ def test_the_engine_process_must_have_read_what_its_restores_say():
 
 def test_device_reads_are_a_band_and_other_io_above_it_is_named():
     from gates.core import Limit
-    from gates.inference import device_reads
+    from gates.inference.g3storage import device_reads
 
     band = Limit(lo=90, hi=150, unit="%")
     # "Devices read 31,684,653,056 bytes, the engine 201,326,592": other traffic on the device.
@@ -237,7 +231,8 @@ def test_g3_carries_an_evidence_chain_per_level():
 
 def test_a_baseline_starved_of_cpu_says_so():
     # Case 8 of issue #15: a neighbour took the CPU, the baseline measured slow and passed.
-    from gates.inference import CpuUse, starved
+    from gates.inference import starved
+    from gates.loadgen import CpuUse
 
     busy = CpuUse(seconds=30, other_pct=61, engine_pct=35, own_pct=3, engine_wait_ms=9000)
     reps = [rep("baseline", 0, 2.0, 100), rep("baseline", 1, 2.6, 80).model_copy(
@@ -250,7 +245,8 @@ def test_a_baseline_starved_of_cpu_says_so():
 
 
 def test_cpu_use_between_two_snapshots():
-    from gates.inference import CpuSnapshot, cpu_use
+    from gates.loadgen import cpu_use
+    from gates.loadgen.cpu import CpuSnapshot
 
     a = CpuSnapshot(wall=0.0, cores=2, host_busy=10.0, engine=2.0, own=1.0, engine_wait_ns=0)
     b = CpuSnapshot(wall=10.0, cores=2, host_busy=26.0, engine=7.0, own=2.0,
@@ -279,7 +275,7 @@ def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_prob
 
 
 def _with_machine(reps, speeds):
-    from gates.inference import CpuReference
+    from gates.inference.machine import CpuReference
     return [r.model_copy(update={"machine": [CpuReference(seconds={0: a}),
                                              CpuReference(seconds={0: b})]})
             for r, (a, b) in zip(reps, speeds, strict=True)]

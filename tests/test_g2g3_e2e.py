@@ -32,8 +32,9 @@ from _timing import (
     raise_if_timing,
 )
 
-from gates.core import GateRecord, Limit, Measurement, load_thresholds
-from gates.sim import bandwidth
+from gates.core import GateRecord, Limit, Measurement
+from gates.core.config import load_thresholds
+from gates.sim.cli import bandwidth
 from gates.store import Store
 
 # The baseline arm's read limit paces its TTFT (~0.26 s a context): what the model the G3 tests

@@ -18,7 +18,9 @@ from gates.core import SHORTENED, RequestOutcome, RequestRecord
 from gates.options import RunOptions
 from gates.report import build_summary
 from gates.session import GateSession
-from gates.soak import SIGNOFF_SECONDS, FakeClock, SoakRunner, soak_plan
+from gates.soak import SoakRunner, soak_plan
+from gates.soak.clock import FakeClock
+from gates.soak.rules import SIGNOFF_SECONDS
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_NAME = "shortened-soak site"

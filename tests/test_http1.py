@@ -4,12 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.inference import (
-    BadResponse,
-    ResponseParser,
-    ServerDisconnectedError,
-    request_head,
-)
+from gates.loadgen.http1 import BadResponse, ResponseParser, ServerDisconnectedError, request_head
 
 EVENTS = [b'data: {"choices": [{"index": 0, "text": "a"}]}\n\n', b"data: [DONE]\n\n"]
 

@@ -1,4 +1,4 @@
-"""gates.inference.identity: the server's own word on what it is, over real loopback HTTP."""
+"""gates.proof.identity: the server's own word on what it is, over real loopback HTTP."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import asyncio
 
 from aiohttp import web
 
-from gates.inference import SIM_HEADER as SAID
-from gates.inference import identify, server_identity
-from gates.sim import SIM_HEADER, build_app
+from gates.proof import server_identity
+from gates.proof.identity import SIM_HEADER as SAID
+from gates.proof.identity import identify
+from gates.sim.server import SIM_HEADER, build_app
 
 
 def test_the_simulator_is_known_by_what_it_serves_not_by_the_site_file():

@@ -8,15 +8,9 @@ from pathlib import Path
 from _tooldata import tool_text
 
 from gates.core import Site
-from gates.storage import (
-    Collector,
-    Completed,
-    ScriptedRunner,
-    ToolMissing,
-    applies,
-    collect,
-    install_hint,
-)
+from gates.storage import Collector, ToolMissing, collect, install_hint
+from gates.storage.inventory import applies
+from gates.storage.runner import Completed, ScriptedRunner
 
 MD_SITE = {"raid_level": 0, "members": 4, "chunk": "512KiB", "transport": "rdma",
            "devices": [f"/dev/nvme{i}n1" for i in range(1, 5)], "interfaces": ["ens1f0np0"],

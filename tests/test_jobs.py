@@ -7,15 +7,8 @@ import re
 import pytest
 
 from gates.core import FioSettings
-from gates.storage import (
-    READ_FILE,
-    WRITE_FILE,
-    JobFileError,
-    bytes_needed,
-    files_written,
-    g1_steps,
-    render_jobfile,
-)
+from gates.storage import bytes_needed, files_written, g1_steps
+from gates.storage.jobs import READ_FILE, WRITE_FILE, JobFileError, render_jobfile
 
 DEVICE = "/dev/disk/by-path/pci-0000:00:1f.2-nvme-1"
 

@@ -11,17 +11,14 @@ from gates.core import UnitError
 from gates.model import (
     CATALOGUE,
     ModelError,
-    ModelSpec,
     chunking,
     fmt_bytes,
     fmt_tokens,
     kv_geometry,
     parse_tokens,
-    read_config,
-    resolve_model,
     size_workload,
-    spec_from_config,
 )
+from gates.model.spec import ModelSpec, read_config, resolve_model, spec_from_config
 
 MODELS = Path(__file__).parent / "data" / "models"
 

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gates.engines.llamacpp import (
-    parse_slot_result,
-    run_slot_cold_recovery,
-    slot_attribution,
-    slot_file,
-)
-from gates.inference import Endpoint, LoadSettings, PhaseError, cold_recovery, parse_metrics
+from gates.engines.llamacpp import run_slot_cold_recovery
+from gates.engines.llamacpp.cold import slot_attribution, slot_file
+from gates.engines.llamacpp.http import parse_slot_result
+from gates.inference import PhaseError
+from gates.loadgen import Endpoint, LoadSettings, cold_recovery
+from gates.proof import parse_metrics
 
 DATA = Path(__file__).parent / "data" / "llamacpp"
 RESTORE_DELAY = 0.2  # s the double takes to restore: it must show in the probe's TTFT

@@ -3,7 +3,8 @@
 from _llamacpp_fakes import fake_install
 
 from gates.core import EngineChoice, Site, validate_arms
-from gates.engines import CANDIDATE_DIR, choose_engine, server_command
+from gates.engines import choose_engine
+from gates.engines.choice import CANDIDATE_DIR, server_command
 
 SIM = {"baseline": {"kind": "launch", "engine": "kvgate-sim", "command": ["sim", "{port}"]}}
 

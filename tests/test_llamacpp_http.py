@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.engines.llamacpp import (
+from gates.engines.llamacpp.http import (
     SlotError,
     SlotStream,
     chunk_token_ids,
     parse_slot_result,
     slot_body,
 )
-from gates.inference import Endpoint, LoadSettings, PlannedRequest, SSEProtocolError
+from gates.loadgen import Endpoint, LoadSettings, PlannedRequest, SSEProtocolError
 
 DATA = __import__("pathlib").Path(__file__).parent / "data" / "llamacpp"
 URL = "http://127.0.0.1:1/slots/0?action=x"

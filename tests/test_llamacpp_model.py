@@ -2,7 +2,7 @@
 
 import pytest
 
-from gates.engines.llamacpp import BYTE_TOKENS, CONTROL, ModelShape, write_tiny_gguf
+from gates.engines.llamacpp.model import BYTE_TOKENS, CONTROL, ModelShape, write_tiny_gguf
 
 gguf = pytest.importorskip("gguf", reason="pip install 'kvgate[llamacpp]'")
 

@@ -11,15 +11,8 @@ import pytest
 from aiohttp import web
 
 from gates.core import RequestOutcome
-from gates.inference import (
-    Endpoint,
-    LoadSettings,
-    Pool,
-    payload,
-    release_times,
-    run_phase,
-    send,
-)
+from gates.loadgen import Endpoint, LoadSettings, Pool, payload, run_phase, send
+from gates.loadgen.generator import release_times
 
 
 @dataclass

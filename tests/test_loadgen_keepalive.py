@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gates.core import RequestOutcome
-from gates.inference import Endpoint, LoadSettings, run_phase
+from gates.loadgen import Endpoint, LoadSettings, run_phase
 
 HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
         b"Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n")

@@ -5,7 +5,7 @@ import time
 
 from test_loadgen_keepalive import RESPONSE, Req, read_request
 
-from gates.inference import Endpoint, LoadSettings, Pool, send
+from gates.loadgen import Endpoint, LoadSettings, Pool, send
 
 
 class StampingServer:

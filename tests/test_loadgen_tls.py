@@ -12,7 +12,7 @@ from cryptography.x509.oid import NameOID
 from test_loadgen_keepalive import RESPONSE, Req, read_request
 
 from gates.core import RequestOutcome
-from gates.inference import Endpoint, LoadSettings, run_phase
+from gates.loadgen import Endpoint, LoadSettings, run_phase
 
 
 def self_signed(folder):

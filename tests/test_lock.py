@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from gates.core import Target
-from gates.storage import LOCK_FILE, TargetBusy, TargetError, lock_target
+from gates.storage import TargetBusy, TargetError, lock_target
+from gates.storage.lock import LOCK_FILE
 
 HOLDER = """
 import sys

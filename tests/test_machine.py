@@ -2,7 +2,8 @@
 
 import pytest
 
-from gates.inference import CpuReference, MachineReadings, cpu_reference, speed_variation
+from gates.inference import MachineReadings
+from gates.inference.machine import CpuReference, cpu_reference, speed_variation
 
 
 def ref(seconds):

@@ -1,4 +1,4 @@
-"""gates.inference.metrics: DESIGN §5's load metrics on hand-built records, and their invariants."""
+"""gates.loadgen.metrics: DESIGN §5's load metrics on hand-built records, and their invariants."""
 
 import math
 
@@ -9,19 +9,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gates.core import RequestOutcome, RequestRecord, percentile
-from gates.inference import (
-    SLO,
-    LoadSummary,
-    SSEDecoder,
-    Stats,
-    chunk_gaps,
-    classify,
-    e2e,
-    stats,
-    summarize,
-    tpot,
-    ttft,
-)
+from gates.loadgen import stats, summarize, ttft
+from gates.loadgen.chunks import classify
+from gates.loadgen.metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, tpot
+from gates.loadgen.sse import SSEDecoder
 
 OK, HTTP, TIMEOUT, PROTO, CANCEL = (RequestOutcome.OK, RequestOutcome.HTTP_ERROR,
                                     RequestOutcome.TIMEOUT, RequestOutcome.PROTOCOL_ERROR,

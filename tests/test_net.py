@@ -7,7 +7,8 @@ from _tooldata import TOOLS, json_texts, tool_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.storage import ParseError, parse_gid_table, parse_rdma_links, parse_sysfs_net
+from gates.storage import ParseError
+from gates.storage.net import parse_gid_table, parse_rdma_links, parse_sysfs_net
 
 
 def test_real_virtio_nic_reports_no_speed():

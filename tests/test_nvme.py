@@ -6,13 +6,8 @@ import pytest
 from _tooldata import json_texts, tool_text
 from hypothesis import given
 
-from gates.storage import (
-    ParseError,
-    parse_id_ctrl,
-    parse_list_subsys,
-    parse_nvme_list,
-    parse_smart_log,
-)
+from gates.storage import ParseError, parse_list_subsys, parse_smart_log
+from gates.storage.nvme import parse_id_ctrl, parse_nvme_list
 
 
 @pytest.mark.parametrize("name", ["nvme_list_2.3.json", "nvme_list_2.11.json"])

@@ -7,15 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.core import RequestOutcome
-from gates.inference import (
+from gates.loadgen import (
     Endpoint,
     LoadSettings,
     ResponseStream,
     SSEProtocolError,
-    classify,
     payload,
     request_record,
 )
+from gates.loadgen.chunks import classify
 
 # One streamed chunk as vLLM 0.32.0's completion server writes it with return_token_ids and
 # logprobs = 1 (vllm/entrypoints/openai/completion/serving.py), captured from the CPU build.

@@ -7,7 +7,8 @@ import time
 
 import psutil
 
-from gates.inference import MARKER, drop_page_cache, read_bytes_delta, tree_read_bytes
+from gates.inference import drop_page_cache, read_bytes_delta, tree_read_bytes
+from gates.inference.kv_dir import MARKER
 
 
 def test_drop_page_cache_walks_the_kv_dir_but_not_the_marker(tmp_path):

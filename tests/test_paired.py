@@ -12,17 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.core import (
-    Limit,
-    LookPlan,
+from gates.core import Limit, LookPlan, log_ratios, pairs_needed, pass_probability, sequential
+from gates.core.paired import (
     binomial_tail,
     coverage_of,
     fewest_pairs,
-    log_ratios,
     looks_problem,
-    pairs_needed,
-    pass_probability,
-    sequential,
     sign_interval,
     to_log,
     to_percent,

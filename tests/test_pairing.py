@@ -1,4 +1,4 @@
-"""gates.inference.pairing: the delta of a series between two scrapes, or why there is none.
+"""gates.proof.pairing: the delta of a series between two scrapes, or why there is none.
 
 These replace promtext's MetricSet.delta tests (issue #25 items 1-2): that delta counted a series
 missing from `before` from zero and a counter that fell from its new value, as PromQL's
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gates.inference import Pairing, PairingError, canonical, parse_metrics
+from gates.proof import parse_metrics
+from gates.proof.pairing import Pairing, PairingError, canonical
 
 
 def pair(before: str, after: str, **kw) -> Pairing:

@@ -5,16 +5,11 @@ import asyncio
 import pytest
 from aiohttp import web
 
-from gates.inference import (
-    Endpoint,
-    LoadSettings,
-    PhaseError,
-    cold_recovery,
-    parse_metrics,
-    run_cold_recovery,
-    summarize,
-)
-from gates.sim import FaultConfig, build_app, get_profile
+from gates.inference import PhaseError, run_cold_recovery
+from gates.loadgen import Endpoint, LoadSettings, cold_recovery, summarize
+from gates.proof import parse_metrics
+from gates.sim.model import FaultConfig, get_profile
+from gates.sim.server import build_app
 
 TINY = get_profile("tiny")
 

@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from gates.core import DECLARED, Outcome, load_thresholds
+from gates.core import DECLARED, Outcome
+from gates.core.config import load_thresholds
 from gates.store import Store
 
 SUITE = """

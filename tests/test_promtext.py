@@ -1,4 +1,4 @@
-"""gates.inference.promtext: Prometheus text 0.0.4 and OpenMetrics 1.0 read through
+"""gates.proof.promtext: Prometheus text 0.0.4 and OpenMetrics 1.0 read through
 prometheus_client's parsers, into kvgate's model: selection, sums, errors by line, the size limit
 and the family filter. Deltas between two scrapes: test_pairing."""
 
@@ -17,15 +17,8 @@ from prometheus_client.openmetrics.exposition import UNDERSCORES
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from gates.inference import (
-    MetricSet,
-    MetricsParseError,
-    Sample,
-    add_up,
-    attribute,
-    detect_engine,
-    parse_metrics,
-)
+from gates.proof import MetricSet, MetricsParseError, attribute, detect_engine, parse_metrics
+from gates.proof.promtext import Sample, add_up
 
 DATA = Path(__file__).parent / "data" / "metrics"
 
@@ -473,7 +466,7 @@ def test_an_exposition_over_the_limit_is_refused_naming_it():
     ("sglang-tp8", "sglang-tp8", "sglang"), ("dynamo-kvbm", "dynamo-kvbm", "dynamo-kvbm"),
     ("kvgate-sim", "kvgate-sim", "kvgate-sim"), ("llamacpp", "llamacpp", "llamacpp")])
 def test_the_engines_families_alone_attribute_as_the_whole_scrape(before, after, engine):
-    from gates.inference import families
+    from gates.proof import families
 
     def read(name: str, keep=None) -> MetricSet:
         return parse_metrics((DATA / f"{name}.prom").read_text(), keep=keep)

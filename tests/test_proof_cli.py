@@ -129,7 +129,7 @@ def test_hits_of_the_cpu_tier_are_never_storage_reads(capsys, tmp_path):
 # ---- large files (issue #25 item 8: 50 MiB took 164 s and 1.26 GB, with no limit) -----------
 
 def test_a_file_over_the_size_limit_is_refused_naming_it(capsys, tmp_path):
-    from gates.inference import MAX_EXPOSITION
+    from gates.proof import MAX_EXPOSITION
 
     huge = tmp_path / "huge.prom"
     with huge.open("wb") as f:

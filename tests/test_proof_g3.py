@@ -10,17 +10,9 @@ import pytest
 
 from gates.cli import main
 from gates.core import G3Limits, Outcome
-from gates.inference import (
-    ProofContext,
-    Repetition,
-    attribute,
-    chain_measurement,
-    engine_evidence,
-    g3_chains,
-    g3_measurements,
-    parse_metrics,
-    storage_proof,
-)
+from gates.inference import Repetition, g3_chains, g3_measurements
+from gates.inference.g3storage import storage_proof
+from gates.proof import ProofContext, attribute, chain_measurement, engine_evidence, parse_metrics
 
 DATA = Path(__file__).parent / "data" / "metrics"
 KV = 131072

@@ -7,7 +7,8 @@ import psutil
 import pytest
 
 from gates.core import Arm, WorkloadSettings
-from gates.engines import ProtocolError, run_arm_once, start_arm
+from gates.engines import ProtocolError
+from gates.engines.protocol import run_arm_once, start_arm
 
 SIM = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--kv-dir", "{kv_dir}", "--port",
        "{port}"]
@@ -80,7 +81,7 @@ def test_cpus_this_host_cannot_give_are_refused_before_the_engine_starts(tmp_pat
 
 def test_the_device_read_signal_follows_the_kv_dir_where_it_really_leads(tmp_path):
     """#25 item 10: a kv_dir written "x/../kv" (no x) is kv; its device is still watched."""
-    from gates.engines import kv_devices
+    from gates.engines.protocol import kv_devices
 
     (tmp_path / "target" / "kv").mkdir(parents=True)
     plain = kv_devices(sim_arm(tmp_path), [])
@@ -94,7 +95,7 @@ def test_the_device_read_signal_follows_the_kv_dir_where_it_really_leads(tmp_pat
 
 def test_a_launched_arm_whose_kv_dir_cannot_be_found_is_an_error_not_a_dropped_signal(
         tmp_path):
-    from gates.engines import kv_devices
+    from gates.engines.protocol import kv_devices
 
     gone = sim_arm(tmp_path).model_copy(update={"kv_dir": tmp_path / "gone" / "kv"})
     with pytest.raises(ProtocolError, match=r"kv_dir .*gone/kv: cannot find the block device"):

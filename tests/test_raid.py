@@ -11,8 +11,8 @@ from _tooldata import tool_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.storage import (
-    ParseError,
+from gates.storage import ParseError
+from gates.storage.raid import (
     data_disks,
     parse_chunk_size,
     parse_mdadm_detail,

@@ -24,21 +24,13 @@ from hypothesis import strategies as st
 
 from gates.charts import throughput_by_concurrency, time_series, ttft_cdf
 from gates.checklist import ChecklistStore
-from gates.core import SEVERITY, ChecklistAnswer, DutItem, Limit, Measurement, Outcome
+from gates.core import ChecklistAnswer, DutItem, Limit, Measurement, Outcome
+from gates.core.verdict import SEVERITY
 from gates.inference import Repetition
 from gates.options import RunOptions
-from gates.report import (
-    KEY_DIR_ENV,
-    KEY_ENV,
-    RECORD_META,
-    REPORT_REVISION,
-    SEAL_ID,
-    check_seal,
-    css_string,
-    embedded_records,
-    grouped,
-    new_key,
-)
+from gates.report import KEY_DIR_ENV, KEY_ENV, grouped, new_key
+from gates.report.report import REPORT_REVISION, css_string
+from gates.report.sealing import RECORD_META, SEAL_ID, check_seal, embedded_records
 from gates.session import GateSession
 
 REPO = Path(__file__).resolve().parent.parent

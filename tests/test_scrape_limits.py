@@ -9,7 +9,8 @@ import asyncio
 import pytest
 from aiohttp import web
 
-from gates.inference import HttpMetrics, PhaseError, Repetition, probe_evidence, repetition
+from gates.inference import HttpMetrics, PhaseError, Repetition, repetition
+from gates.inference.repetitions import probe_evidence
 
 
 async def _serve(body: str, call):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from gates.inference import (
+from gates.loadgen import (
     CpuUse,
     Endpoint,
     LoadSettings,

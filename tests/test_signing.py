@@ -22,20 +22,19 @@ from gates.report import (
     KEY_ENV,
     PRIVATE_NAME,
     PUBLIC_NAME,
-    RECORD_META,
     ReportContext,
     configured_signer,
     grouped,
-    load_signer,
     new_key,
-    record_digest,
-    seal,
-    sig_path,
-    summary_digest,
     write_reports,
     write_summary,
 )
-from gates.store import MANIFEST, Store, manifest_text, write_bundle
+from gates.report.sealing import RECORD_META, seal
+from gates.report.signing import load_signer, sig_path
+from gates.report.summary import summary_digest
+from gates.report.verification import record_digest
+from gates.store import MANIFEST, Store, write_bundle
+from gates.store.bundle import manifest_text
 
 FAILING_G3 = [m("g3.ttft_p50_reduction", 8, Limit.at_least(25, "%"), 8),
               m("g3.throughput_gain", 3, Limit.at_least(29, "%"), 8)]

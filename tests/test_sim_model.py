@@ -5,8 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.sim import (
-    HEADER_SIZE,
+from gates.sim.model import (
     PROFILES,
     QWEN3_CODER_480B_KV_BYTES_PER_TOKEN,
     FaultConfig,
@@ -14,20 +13,23 @@ from gates.sim import (
     Profile,
     chat_ids,
     chunk_hashes,
-    chunk_payload,
-    clean_digest,
-    corrupt,
     decode_seconds,
     fault_hits,
     get_profile,
-    is_corrupted,
-    kv_digest,
     output_ids,
     plan_prefill,
     prefill_seconds,
     root_hash,
     text_ids,
     token_text,
+)
+from gates.sim.payload import (
+    HEADER_SIZE,
+    chunk_payload,
+    clean_digest,
+    corrupt,
+    is_corrupted,
+    kv_digest,
     verify_payload,
 )
 

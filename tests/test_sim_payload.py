@@ -5,17 +5,15 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.sim import (
+from gates.sim.model import chunk_hashes, get_profile, root_hash
+from gates.sim.payload import (
     HEADER,
     HEADER_SIZE,
     KEYSTREAM_SALT,
-    chunk_hashes,
     chunk_payload,
     clean_digest,
-    get_profile,
     keystream_block,
     kv_digest,
-    root_hash,
     verify_payload,
 )
 

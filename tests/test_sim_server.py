@@ -10,7 +10,9 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gates.sim import ENGINE, SIM_HEADER, Engine, FaultConfig, build_app, chunk_hashes, get_profile
+from gates.sim.engine import Engine
+from gates.sim.model import FaultConfig, chunk_hashes, get_profile
+from gates.sim.server import ENGINE, SIM_HEADER, build_app
 
 TINY = get_profile("tiny")
 PROMPT = list(range(1000, 1100))  # 6 whole chunks of 16 tokens and a 4-token tail

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gates.core import UnitError, parse_rate
-from gates.sim import bandwidth, get_profile, paced_profile
+from gates.sim.cli import bandwidth, paced_profile
+from gates.sim.model import get_profile
 
 REPO = Path(__file__).resolve().parent.parent
 # Generous bounds: the machine running the tests may be busy; nothing here is a timing check.

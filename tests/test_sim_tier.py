@@ -9,15 +9,9 @@ import time
 import pytest
 
 import gates.sim.tier as _sim_tier
-from gates.sim import (
-    KvTier,
-    Throttle,
-    chunk_hashes,
-    chunk_payload,
-    get_profile,
-    root_hash,
-    verify_payload,
-)
+from gates.sim.model import chunk_hashes, get_profile, root_hash
+from gates.sim.payload import chunk_payload, verify_payload
+from gates.sim.tier import KvTier, Throttle
 
 TINY = get_profile("tiny")
 

@@ -5,7 +5,7 @@ import selectors
 import socket
 import time
 
-from gates.sim import FineTimerSelector, fine_loop
+from gates.sim.timers import FineTimerSelector, fine_loop
 
 
 def test_a_ready_descriptor_is_returned_at_once_whatever_the_timeout():

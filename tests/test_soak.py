@@ -6,28 +6,22 @@ import random
 import pytest
 
 from gates.core import SHORTENED, G4Limits, Outcome
-from gates.soak import (
+from gates.soak import SoakPlan
+from gates.soak.load_rules import duration, request_errors, soak_measurements, total_gap
+from gates.soak.rules import (
     KERNEL,
     PATHS,
     SMART,
     VERIFY,
     HealthReading,
-    SoakPlan,
     WindowRecord,
-    drift_spans,
-    duration,
     gap,
     kernel_errors,
     media_errors,
     paths_live,
-    request_errors,
-    soak_measurements,
-    stability,
-    throughput_floor,
-    total_gap,
-    ttft_drift,
     verify_errors,
 )
+from gates.soak.trends import drift_spans, stability, throughput_floor, ttft_drift
 
 LIMITS = G4Limits()
 T0 = 1_800_000_000.0

@@ -11,7 +11,10 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gates.soak import SoakExporter, SoakStatus, WindowRecord, render
+from gates.soak import SoakExporter
+from gates.soak.metrics import render
+from gates.soak.rules import WindowRecord
+from gates.soak.runner import SoakStatus
 
 STATUS = SoakStatus(run_id="r1", committed=3, planned=864, effective_s=900.0, gap_s=0.0,
                     eta_s=258300.0, shortened=False,

@@ -22,17 +22,10 @@ from _chain import SITE, add_gate, m, open_run
 
 from gates.cli import main
 from gates.core import Limit
-from gates.soak import (
-    RunnerMark,
-    SoakBusy,
-    SoakPlan,
-    SoakRunner,
-    SoakStore,
-    carry_engine_logs,
-    judge,
-    process_gone,
-    this_runner,
-)
+from gates.soak import SoakPlan, SoakRunner, carry_engine_logs
+from gates.soak.liveness import RunnerMark, judge, process_gone, this_runner
+from gates.soak.runner import SoakBusy
+from gates.soak.store import SoakStore
 from gates.store import Store
 
 SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'

@@ -17,24 +17,18 @@ import pytest
 from aiohttp import web
 
 from gates.core import SHORTENED, G4Limits, Outcome, RequestOutcome, RequestRecord
-from gates.inference import Endpoint, LoadSettings, multi_turn
-from gates.sim import build_app
-from gates.soak import (
-    VERIFY,
-    EndpointLoad,
-    FakeClock,
-    FioVerify,
-    FreeSpace,
-    HealthReading,
-    KernelLog,
-    NvmePaths,
-    ProcessHealth,
-    Smart,
-    SoakPlan,
-    SoakRunner,
-    SoakStore,
-    soak_measurements,
-)
+from gates.loadgen import Endpoint, LoadSettings, multi_turn
+from gates.sim.server import build_app
+from gates.soak import SoakPlan, SoakRunner
+from gates.soak.clock import FakeClock
+from gates.soak.fio_verify import FioVerify
+from gates.soak.health import FreeSpace, ProcessHealth
+from gates.soak.kernel_log import KernelLog
+from gates.soak.load import EndpointLoad
+from gates.soak.load_rules import soak_measurements
+from gates.soak.nvme_health import NvmePaths, Smart
+from gates.soak.rules import VERIFY, HealthReading
+from gates.soak.store import SoakStore
 from gates.storage import SubprocessRunner
 from gates.store import Store
 

@@ -1,4 +1,4 @@
-"""gates.inference.sse: the incremental SSE decoder and the OpenAI streaming-chunk classifier."""
+"""gates.loadgen.sse: the incremental SSE decoder and the OpenAI streaming-chunk classifier."""
 
 import json
 
@@ -7,15 +7,9 @@ from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.inference import (
-    DONE,
-    SSEDecoder,
-    SSEEvent,
-    SSEProtocolError,
-    StreamChunk,
-    Usage,
-    classify,
-)
+from gates.loadgen import SSEProtocolError
+from gates.loadgen.chunks import DONE, StreamChunk, Usage, classify
+from gates.loadgen.sse import SSEDecoder, SSEEvent
 
 SSE = DATA / "sse"
 

@@ -6,16 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import (
-    Comparison,
-    Limit,
-    Outcome,
-    above_claimed_band,
-    cv_percent,
-    decide,
-    median,
-    speedup,
-)
+from gates.core import Limit, Outcome, above_claimed_band, cv_percent, median, speedup
+from gates.core.stats import Comparison, decide
 
 approx = pytest.approx
 

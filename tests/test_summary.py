@@ -9,25 +9,12 @@ import pytest
 from _chain import SIMULATED, SITE, add_gate, full_chain, open_run
 
 from gates.core import G1, GATE_TITLES, GATES, SHORTENED, Limit
-from gates.report import (
-    ABSENT,
-    ACCEPT,
-    KEY_DIR_ENV,
-    KEY_ENV,
-    NOT_READY,
-    ChainLink,
-    Summary,
-    build_summary,
-    check_seal,
-    embedded_records,
-    grouped,
-    key_figures,
-    load_signer,
-    new_key,
-    recommend,
-    summary_digest,
-    write_summary,
-)
+from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, grouped, new_key, write_summary
+from gates.report.chain import ChainLink
+from gates.report.figures import ABSENT, key_figures
+from gates.report.sealing import check_seal, embedded_records
+from gates.report.signing import load_signer
+from gates.report.summary import ACCEPT, NOT_READY, Summary, recommend, summary_digest
 from gates.store import Store
 
 CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "arrays.toml"

@@ -11,19 +11,15 @@ import pytest
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root, tmpfs
 
 from gates.core import Target
-from gates.storage import (
-    READ_FILE,
-    WRITE_FILE,
+from gates.storage import TargetError, check_directory, resolve_target, watched_device
+from gates.storage.jobs import READ_FILE, WRITE_FILE
+from gates.storage.target import (
     DeviceFacts,
-    TargetError,
-    check_directory,
     device_bytes,
     device_facts,
     ensure_directory,
     raw_device_refusal,
-    resolve_target,
     vet_filenames,
-    watched_device,
 )
 
 MiB = 1024**2

@@ -1,4 +1,4 @@
-"""gates.inference.tiers and the rules that read them: only a tier classified as storage from the
+"""gates.proof.tiers and the rules that read them: only a tier classified as storage from the
 engine's source carries the proof; an unknown tier that moved is INCONCLUSIVE, named."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gates.inference import TIERS, attribute, parse_metrics, tier_class
+from gates.proof import attribute, parse_metrics
+from gates.proof.tiers import TIERS, tier_class
 
 DATA = Path(__file__).parent / "data" / "metrics"
 

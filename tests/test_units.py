@@ -8,19 +8,15 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from gates.core import (
-    MAX_DURATION,
-    Duration,
-    Percent,
     Rate,
-    Size,
     UnitError,
     format_duration,
     format_size,
     parse_duration,
-    parse_percent,
     parse_rate,
     parse_size,
 )
+from gates.core.units import MAX_DURATION, Duration, Percent, Size, parse_percent
 
 KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
 

@@ -8,16 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.core import (
-    SEVERITY,
-    GateRecord,
-    Limit,
-    Measurement,
-    Outcome,
-    failures_first,
-    gate_verdict,
-    upstream_gate,
-)
+from gates.core import GateRecord, Limit, Measurement, Outcome, upstream_gate
+from gates.core.verdict import SEVERITY, failures_first, gate_verdict
 
 P, F, M, E, B, NA, R = (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL, Outcome.ERROR,
                         Outcome.BLOCKED, Outcome.NOT_APPLICABLE, Outcome.REPORTED)

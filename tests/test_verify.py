@@ -14,19 +14,10 @@ from _chain import SITE, full_chain, write_report
 
 from gates.cli import main
 from gates.core import GateRecord, Limit, Measurement, Outcome, UpstreamRef
-from gates.report import (
-    KEY_DIR_ENV,
-    KEY_ENV,
-    PRIVATE_NAME,
-    content_hash,
-    load_signer,
-    new_key,
-    record_digest,
-    statement,
-    verify,
-    write_signature,
-    write_summary,
-)
+from gates.report import KEY_DIR_ENV, KEY_ENV, PRIVATE_NAME, new_key, write_summary
+from gates.report.sealing import content_hash
+from gates.report.signing import load_signer, statement, write_signature
+from gates.report.verification import record_digest, verify
 from gates.store import Store, write_bundle
 
 

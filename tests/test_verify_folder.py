@@ -12,7 +12,8 @@ import pytest
 from gates.cli import main
 from gates.core import Limit, Measurement
 from gates.options import RunOptions
-from gates.report import KEY_DIR_ENV, KEY_ENV, new_key, verify, write_summary
+from gates.report import KEY_DIR_ENV, KEY_ENV, new_key, write_summary
+from gates.report.verification import verify
 from gates.session import GateSession
 
 SITE = """

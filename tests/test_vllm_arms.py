@@ -6,20 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.core import EngineChoice, Site, VllmChoice, WorkloadSettings, render, validate_arms
-from gates.engines import choose_engine, engine_problems
-from gates.engines.vllm import (
-    CANDIDATE_DIR,
-    MANIFEST,
-    VllmInstall,
-    VllmShape,
-    aligned,
-    connector_fit,
-    find_vllm,
-    install_dir,
-    recipe,
-    server_command,
-    workload_fit,
-)
+from gates.engines import choose_engine
+from gates.engines.choice import engine_problems
+from gates.engines.vllm import CANDIDATE_DIR, VllmInstall, find_vllm, workload_fit
+from gates.engines.vllm.arms import aligned, connector_fit, server_command
+from gates.engines.vllm.installer import MANIFEST, VllmShape, install_dir, recipe
 
 SIM = {"baseline": {"kind": "launch", "engine": "kvgate-sim", "command": ["sim", "{port}"]}}
 

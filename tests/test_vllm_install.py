@@ -11,7 +11,7 @@ from test_vllm_arms import fake_vllm
 
 import gates.engines.vllm.installer as vi
 from gates.commands import add_engine_commands, engine_command
-from gates.engines import InstallError, run_step
+from gates.engines.installs import InstallError, run_step
 
 
 @pytest.fixture(autouse=True)

@@ -112,7 +112,7 @@ def test_kvgate_bodies_and_the_servers_key_agree():
     # prompt kvgate's payload() puts in the body must give the key the bench computes.
     from _kvclient import TextRequest
 
-    from gates.inference import Endpoint, LoadSettings, payload
+    from gates.loadgen import Endpoint, LoadSettings, payload
 
     prompt = _aiperf.text_prompts("t", 1, 32)[0]
     body = json.loads(json.dumps(payload(Endpoint(url="http://x", model="m"),

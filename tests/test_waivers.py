@@ -13,28 +13,15 @@ from _chain import SITE, add_gate, full_chain
 
 from gates.binding import binding_deviations
 from gates.cli import main
-from gates.core import (
-    BLOCKING,
-    NOTE,
-    REHEARSAL,
-    SHORTENED,
-    G2Limits,
-    GateRecord,
-    deviation_kind,
-)
-from gates.inference import CpuUse, Repetition, starved
-from gates.report import (
-    ACCEPT,
-    KEY_DIR_ENV,
-    KEY_ENV,
-    NOT_READY,
-    build_summary,
-    new_key,
-    summary_digest,
-    verify,
-    write_summary,
-)
-from gates.soak import SoakPlan, gap
+from gates.core import BLOCKING, REHEARSAL, SHORTENED, G2Limits, GateRecord, deviation_kind
+from gates.core.record import NOTE
+from gates.inference import Repetition, starved
+from gates.loadgen import CpuUse
+from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary
+from gates.report.summary import ACCEPT, NOT_READY, summary_digest
+from gates.report.verification import verify
+from gates.soak import SoakPlan
+from gates.soak.rules import gap
 from gates.store import Store
 
 LIMITS = "limits changed since G2 (run r0): thresholds SHA-256 aaaa… then, bbbb… now"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import at_boundary, inside_every_wave, wave_warnings
+from gates.core.waves import at_boundary, inside_every_wave, wave_warnings
 
 
 @pytest.mark.parametrize(("contexts", "c", "boundary"), [

@@ -1,4 +1,4 @@
-"""gates.inference.workloads: deterministic token-id workloads and Mooncake trace replay."""
+"""gates.loadgen.workloads: deterministic token-id workloads and Mooncake trace replay."""
 
 from __future__ import annotations
 
@@ -10,22 +10,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.inference import (
+from gates.loadgen import (
     EVICT,
-    MOONCAKE_BLOCK,
     PROBE,
     SEED,
     WARMUP,
     PlannedRequest,
     WorkloadError,
-    block_tokens,
     cold_recovery,
     mooncake_replay,
     multi_turn,
-    parse_mooncake,
     shared_prefix,
     workload_hash,
 )
+from gates.loadgen.traces import MOONCAKE_BLOCK, parse_mooncake
+from gates.loadgen.workloads import block_tokens
 
 TRACE = Path(__file__).parent / "data" / "mooncake" / "sample_trace.jsonl"
 VOCAB = 32000
@@ -288,7 +287,7 @@ def test_planned_request_refuses_zero_max_tokens():
 
 
 def test_the_eviction_mode_is_part_of_the_workload_hash():
-    from gates.inference import workload_hash
+    from gates.loadgen import workload_hash
 
     plan = cold_recovery(2, 64, 8, 4, seed=1, vocab=32000, chunk_tokens=16, warmup=0)
     assert workload_hash(plan) == workload_hash(plan)  # the pinned, condition-free form

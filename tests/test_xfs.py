@@ -7,7 +7,8 @@ from _tooldata import tool_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.storage import ParseError, alignment, parse_xfs_info
+from gates.storage import ParseError
+from gates.storage.xfs import alignment, parse_xfs_info
 
 KiB = 1024
 

@@ -10,8 +10,6 @@ from _loopdev import loop_device, mkfs_xfs, mounted, need_root
 
 from gates.core import FioSettings, Target
 from gates.storage import (
-    READ_FILE,
-    WRITE_FILE,
     SubprocessRunner,
     bytes_needed,
     files_written,
@@ -19,6 +17,7 @@ from gates.storage import (
     resolve_target,
     run_step,
 )
+from gates.storage.jobs import READ_FILE, WRITE_FILE
 
 GiB = 1024**3
 

@@ -16,28 +16,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from ..core import RequestRecord
-from ..inference import (
+from ..inference import PhaseError, run_cold_recovery
+from ..loadgen import (
     PROBE,
     RESERVED,
     SEED,
     WARMUP,
-    AttributionError,
     Endpoint,
     LoadResult,
     LoadSettings,
-    PhaseError,
     Plan,
-    PsutilDiskCounters,
     WorkloadError,
     cold_recovery,
     mooncake_replay,
     multi_turn,
-    run_cold_recovery,
     run_phase,
     shared_prefix,
     summarize,
     workload_hash,
 )
+from ..proof import AttributionError, PsutilDiskCounters
 from ..sim import SERVE_HELP, add_serve_options, serve_command, serve_examples
 from ..store import DB_NAME, Store, new_run_id
 from .loadgen_checks import (

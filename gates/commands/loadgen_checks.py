@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from ..core import RequestRecord
-from ..inference import RESERVED, LoadSettings, PhaseError
+from ..inference import PhaseError
+from ..loadgen import RESERVED, LoadSettings
 
 MODELS_MAX = 1 << 20  # bytes of GET /v1/models read at most: a hostile server may not stop
 SHOWN_ERRORS = 5  # distinct request errors listed under the failure count

@@ -16,9 +16,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..core import ADAPTER_NAMES, UnitError, parse_rate, parse_size
-from ..inference import (
+from ..inference import TARGET_LABEL
+from ..proof import (
     MAX_EXPOSITION,
-    TARGET_LABEL,
     AttributionError,
     MetricSet,
     MetricsParseError,

@@ -9,7 +9,6 @@ from .arms import (
     TAIL_LINES,
     Arm,
     ArmError,
-    Arms,
     real_path,
     render,
     validate_arms,
@@ -24,43 +23,13 @@ from .config import (
     validate,
     workload_warnings,
 )
-from .declared import (
-    DECLARED,
-    G1,
-    G2,
-    G3,
-    G4,
-)
-from .measures import (
-    INCOMPLETE,
-    Declarations,
-    Declared,
-    Need,
-    Per,
-    Scope,
-)
-from .paired import (
-    Look,
-    LookPlan,
-    Sequential,
-    binomial_tail,
-    coverage_of,
-    fewest_pairs,
-    log_ratios,
-    looks_problem,
-    pairs_needed,
-    pass_probability,
-    sequential,
-    sign_interval,
-    to_log,
-    to_percent,
-)
+from .declared import DECLARED, G1, G2, G3, G4
+from .measures import INCOMPLETE, Declared, Scope
+from .paired import LookPlan, Sequential, log_ratios, pairs_needed, pass_probability, sequential
 from .record import (
     BLOCKING,
-    DEVIATION_KINDS,
     GATE_TITLES,
     GATES,
-    NOTE,
     REHEARSAL,
     SHORTENED,
     SIMULATED_ENGINE,
@@ -75,13 +44,8 @@ from .record import (
     json_digest,
     upstream_gate,
 )
-from .requests import (
-    RequestOutcome,
-    RequestRecord,
-)
+from .requests import RequestOutcome, RequestRecord
 from .settings import (
-    FIO_MAX_IODEPTH,
-    FIO_MAX_JOBS,
     LLAMACPP_PINNED,
     VLLM_PINNED,
     Ceilings,
@@ -94,21 +58,8 @@ from .settings import (
     VllmChoice,
     WorkloadSettings,
 )
-from .shipped import (
-    CHECKOUT,
-    in_checkout,
-    shipped,
-)
-from .stats import (
-    Comparison,
-    above_claimed_band,
-    cv_percent,
-    decide,
-    interpolate,
-    median,
-    percentile,
-    speedup,
-)
+from .shipped import CHECKOUT, in_checkout, shipped
+from .stats import above_claimed_band, cv_percent, interpolate, median, percentile, speedup
 from .steady import (
     SteadyState,
     SteadyStateUnavailable,
@@ -116,62 +67,34 @@ from .steady import (
     round_averages,
     snia_steady_state,
 )
-from .thresholds import (
-    Decision,
-    G1Limits,
-    G2Limits,
-    G3Limits,
-    G4Limits,
-    Thresholds,
-)
+from .thresholds import Decision, G1Limits, G2Limits, G3Limits, G4Limits, Thresholds
 from .units import (
-    MAX_DURATION,
-    Duration,
-    Percent,
     Rate,
-    Size,
     UnitError,
     bandwidth_unit,
     format_duration,
     format_size,
     parse_duration,
-    parse_percent,
     parse_rate,
     parse_size,
 )
-from .verdict import (
-    EXIT_CODES,
-    SEVERITY,
-    Limit,
-    Measurement,
-    Outcome,
-    failures_first,
-    gate_verdict,
-)
-from .waves import at_boundary, inside_every_wave, wave_warnings
+from .verdict import EXIT_CODES, Limit, Measurement, Outcome, gate_verdict
 
 __all__ = [
     "ADAPTER_NAMES",
     "Arm",
     "ArmError",
-    "Arms",
     "BLOCKING",
     "CHECKOUT",
     "Ceilings",
     "ChecklistAnswer",
-    "Comparison",
     "ConfigError",
     "DECLARED",
-    "DEVIATION_KINDS",
     "Decision",
-    "Declarations",
     "Declared",
-    "Duration",
     "DutItem",
     "EXIT_CODES",
     "EngineChoice",
-    "FIO_MAX_IODEPTH",
-    "FIO_MAX_JOBS",
     "FioSettings",
     "G1",
     "G1Limits",
@@ -189,20 +112,13 @@ __all__ = [
     "LLAMACPP_PINNED",
     "Limit",
     "LoadedFile",
-    "Look",
     "LookPlan",
-    "MAX_DURATION",
     "Measurement",
-    "NOTE",
-    "Need",
     "Outcome",
-    "Per",
-    "Percent",
     "REHEARSAL",
     "Rate",
     "RequestOutcome",
     "RequestRecord",
-    "SEVERITY",
     "SHORTENED",
     "SIMULATED_ENGINE",
     "Scope",
@@ -210,7 +126,6 @@ __all__ = [
     "SignedWaiver",
     "Site",
     "SiteInfo",
-    "Size",
     "SteadyState",
     "SteadyStateUnavailable",
     "TAIL_LINES",
@@ -225,20 +140,13 @@ __all__ = [
     "Waiver",
     "WorkloadSettings",
     "above_claimed_band",
-    "at_boundary",
     "bandwidth_unit",
-    "binomial_tail",
-    "coverage_of",
     "cv_percent",
-    "decide",
     "deviation_kind",
-    "failures_first",
-    "fewest_pairs",
     "format_duration",
     "format_size",
     "gate_verdict",
     "in_checkout",
-    "inside_every_wave",
     "interpolate",
     "json_digest",
     "least_squares_slope",
@@ -246,11 +154,9 @@ __all__ = [
     "load_site",
     "load_thresholds",
     "log_ratios",
-    "looks_problem",
     "median",
     "pairs_needed",
     "parse_duration",
-    "parse_percent",
     "parse_rate",
     "parse_size",
     "pass_probability",
@@ -261,14 +167,10 @@ __all__ = [
     "round_averages",
     "sequential",
     "shipped",
-    "sign_interval",
     "snia_steady_state",
     "speedup",
-    "to_log",
-    "to_percent",
     "upstream_gate",
     "validate",
     "validate_arms",
-    "wave_warnings",
     "workload_warnings",
 ]

@@ -20,7 +20,7 @@ from .units import Duration, Size
 
 ARM_NAMES = ("baseline", "candidate", "recompute", "control")
 PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python")
-# The metrics adapters of gates.inference.attribution, one per engine family; "auto" detects.
+# The metrics adapters of gates.proof.attribution, one per engine family; "auto" detects.
 ADAPTER_NAMES = ("vllm", "lmcache", "vllm-native", "sglang", "dynamo-kvbm", "llamacpp",
                  "kvgate-sim")
 ENGINES = ("auto", *ADAPTER_NAMES)
@@ -60,7 +60,7 @@ class Arm(Strict):
     """One side of the comparison: endpoints someone else runs, or a command kvgate launches."""
 
     kind: Literal["endpoint", "launch"]
-    engine: str = "auto"  # metrics adapter (gates.inference.attribution), "auto" = detect
+    engine: str = "auto"  # metrics adapter (gates.proof.attribution), "auto" = detect
     model: str = ""
     api: Literal["completions", "chat"] = "completions"
     api_key_env: str = ""  # environment variable holding the API key, never the key itself
@@ -90,7 +90,7 @@ class Arm(Strict):
     # a 2-core host so a CPU engine leaves the load generator a core; [] = all.
     cpus: list[Annotated[int, Field(ge=0)]] = []
     # The engine's parallelism: tensor, pipeline and data-parallel ranks. G3 holds the ranks
-    # its storage counters name against them (gates.inference.labelled_ranks: LMCache one
+    # its storage counters name against them (gates.proof.labelled_ranks: LMCache one
     # series per TP x PP rank, SGLang per TP x PP x DP rank, vLLM per DP engine); a count
     # that differs is an ERROR naming both.
     tp: PositiveInt = 1

@@ -41,7 +41,7 @@ class RequestRecord(BaseModel):
     status: int | None = None  # HTTP status
     error: str = ""
     # Times the request was sent again because the server had closed the kept-alive connection
-    # before any byte of a response (gates.inference.pool); t0 stays the first send's.
+    # before any byte of a response (gates.loadgen.pool); t0 stays the first send's.
     reconnects: int = 0
     # First content event's arrival minus the server's send stamp (simulator only), seconds.
     stamp_lag: float | None = None

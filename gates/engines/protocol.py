@@ -11,22 +11,16 @@ from pathlib import Path
 from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size, real_path
 from ..inference import (
     ArmProcess,
-    AttributionError,
-    LoadSettings,
     PhaseError,
-    PsutilDiskCounters,
     Repetition,
-    SysfsCounters,
-    cpu_snapshot,
-    cpu_use,
-    double_counted,
     evict,
     prepare_kv_dir,
     repetition,
     run_cold_recovery,
     stored_bytes,
-    workload_plan,
 )
+from ..loadgen import LoadSettings, cpu_snapshot, cpu_use, workload_plan
+from ..proof import AttributionError, PsutilDiskCounters, SysfsCounters, double_counted
 from .llamacpp import run_slot_cold_recovery
 
 # Engines behind vLLM's own API server: its completion protocol returns the output's token ids

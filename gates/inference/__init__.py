@@ -1,75 +1,19 @@
-"""Inference instruments: SSE, the load generator, metrics, workloads, phases, the proof
-(attribution), launched engines and KV directories, and the G2/G3 rules."""
+"""The arms G2 and G3 measure: launched engines, KV directories, the page cache, cold-recovery
+phases, repetitions, the machine as a control, the paired comparison and the G2/G3 rules."""
 
-from .adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
-from .attribution import StorageAttribution, attribute, detect_engine, families
-from .chunks import DONE, StreamChunk, Usage, classify
-from .collector import FREEZE_EVERY, heap_set_aside
 from .comparison import (
     Pair,
     baseline_shift,
-    comparison,
     design_text,
     level_done,
     level_looks,
     level_tables,
     look_plan,
 )
-from .controls import restore_physics, working_set
-from .counters import StorageReads, StorageSnapshot, SysfsCounters, double_counted, storage_reads
-from .cpu import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
-from .disks import (
-    AttributionError,
-    DiskCounters,
-    DiskIO,
-    FakeDiskCounters,
-    PsutilDiskCounters,
-    device_read_bytes,
-    restore_gbps,
-)
-from .evidence import (
-    Agreement,
-    Kind,
-    Signal,
-    chain_measurement,
-    evidence_table,
-    judge_chain,
-    within,
-)
-from .g2g3 import (
-    by_concurrency,
-    correctness,
-    g2_measurements,
-    g3_chains,
-    g3_measurements,
-    starved,
-)
-from .g3proof import PROOF_FAILED, device_reads, process_reads, storage_proof
-from .http1 import (
-    BadResponse,
-    ResponseParser,
-    ServerDisconnectedError,
-    request_head,
-)
-from .identity import SIM_HEADER, ServerIdentity, identify, server_identity
-from .kv_dir import MARKER, prepare_kv_dir, stored_bytes
-from .loadgen import (
-    READ_BUFFER,
-    Endpoint,
-    LoadResult,
-    LoadSettings,
-    PlannedLike,
-    payload,
-    release_times,
-    request_body,
-    request_record,
-    run_phase,
-    send,
-)
-from .machine import CpuReference, MachineReadings, cpu_reference, speed_variation
-from .metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, stats, summarize, tpot, ttft
+from .g2g3 import by_concurrency, correctness, g2_measurements, g3_chains, g3_measurements, starved
+from .kv_dir import prepare_kv_dir, stored_bytes
+from .machine import MachineReadings
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
-from .pairing import Pairing, PairingError, canonical
 from .phases import (
     TARGET_LABEL,
     ColdRecovery,
@@ -79,203 +23,39 @@ from .phases import (
     evict,
     run_cold_recovery,
     scrape_all,
-    settle,
 )
-from .pool import Pool
-from .probe import ProbeEvidence, ProofContext
-from .process import ArmProcess, free_port, http_status, port_taken
-from .promtext import (
-    MAX_EXPOSITION,
-    MetricSet,
-    MetricsParseError,
-    Sample,
-    add_up,
-    is_openmetrics,
-    merge_targets,
-    parse_metrics,
-)
-from .proof import (
-    engine_evidence,
-    labelled_ranks,
-    probe_chain,
-)
-from .repetitions import Repetition, probe_evidence, repetition
-from .selfcheck import LOOP_LAG_P99_MAX, SCHEDULE_LAG_P99_MAX, LoopLagMonitor, judge_self_check
-from .sse import SSEDecoder, SSEEvent, SSEProtocolError
-from .stream import ResponseStream
-from .tiers import TIERS, tier_class
-from .traces import MOONCAKE_BLOCK, mooncake_replay, parse_mooncake
-from .workloads import (
-    EVICT,
-    PROBE,
-    RESERVED,
-    SEED,
-    WARMUP,
-    Plan,
-    PlannedRequest,
-    WorkloadError,
-    block_tokens,
-    cold_recovery,
-    multi_turn,
-    shared_prefix,
-    workload_hash,
-    workload_plan,
-)
+from .process import ArmProcess
+from .repetitions import Repetition, repetition
 
 __all__ = [
-    "ADAPTERS",
-    "Agreement",
     "ArmProcess",
-    "AttributionError",
-    "BadResponse",
     "ColdRecovery",
-    "CpuReference",
-    "CpuSnapshot",
-    "CpuUse",
-    "DONE",
-    "DiskCounters",
-    "DiskIO",
-    "EVICT",
-    "Endpoint",
-    "FREEZE_EVERY",
-    "FakeDiskCounters",
     "HttpMetrics",
-    "Kind",
-    "LOOP_LAG_P99_MAX",
-    "LoadResult",
-    "LoadSettings",
-    "LoadSummary",
-    "LoopLagMonitor",
-    "MARKER",
-    "MAX_EXPOSITION",
-    "MOONCAKE_BLOCK",
     "MachineReadings",
-    "MetricSet",
-    "MetricsParseError",
     "MetricsSource",
-    "PROBE",
-    "PROOF_FAILED",
     "Pair",
-    "Pairing",
-    "PairingError",
     "PhaseError",
-    "Plan",
-    "PlannedLike",
-    "PlannedRequest",
-    "Pool",
-    "ProbeEvidence",
-    "ProofContext",
-    "PsutilDiskCounters",
-    "QUANTITIES",
-    "READ_BUFFER",
-    "RESERVED",
     "Repetition",
-    "ResponseParser",
-    "ResponseStream",
-    "SCHEDULE_LAG_P99_MAX",
-    "SEED",
-    "SIM_HEADER",
-    "SIM_METRICS",
-    "SIM_VLLM_ALIASES",
-    "SLO",
-    "SSEDecoder",
-    "SSEEvent",
-    "SSEProtocolError",
-    "Sample",
-    "ServerDisconnectedError",
-    "ServerIdentity",
-    "Signal",
-    "Stats",
-    "StorageAttribution",
-    "StorageReads",
-    "StorageSnapshot",
-    "StreamChunk",
-    "SysfsCounters",
     "TARGET_LABEL",
-    "TIERS",
-    "Usage",
-    "WARMUP",
-    "WorkloadError",
-    "add_up",
-    "attribute",
     "baseline_shift",
-    "block_tokens",
     "by_concurrency",
-    "canonical",
-    "chain_measurement",
-    "chunk_gaps",
-    "classify",
-    "cold_recovery",
-    "comparison",
     "correctness",
-    "cpu_reference",
-    "cpu_snapshot",
-    "cpu_use",
     "design_text",
-    "detect_engine",
-    "device_read_bytes",
-    "device_reads",
-    "double_counted",
     "drop_page_cache",
-    "e2e",
-    "engine_evidence",
     "evict",
-    "evidence_table",
-    "families",
-    "free_port",
     "g2_measurements",
     "g3_chains",
     "g3_measurements",
-    "heap_set_aside",
-    "http_status",
-    "identify",
-    "is_openmetrics",
-    "judge_chain",
-    "judge_self_check",
-    "labelled_ranks",
     "level_done",
     "level_looks",
     "level_tables",
     "look_plan",
-    "merge_targets",
-    "mooncake_replay",
-    "multi_turn",
-    "parse_metrics",
-    "parse_mooncake",
-    "payload",
-    "port_taken",
     "prepare_kv_dir",
-    "probe_chain",
-    "probe_evidence",
-    "process_reads",
     "read_bytes_delta",
-    "release_times",
     "repetition",
-    "request_body",
-    "request_head",
-    "request_record",
-    "restore_gbps",
-    "restore_physics",
     "run_cold_recovery",
-    "run_phase",
     "scrape_all",
-    "send",
-    "server_identity",
-    "settle",
-    "shared_prefix",
-    "speed_variation",
     "starved",
-    "stats",
-    "storage_proof",
-    "storage_reads",
     "stored_bytes",
-    "summarize",
-    "tier_class",
-    "tpot",
     "tree_read_bytes",
-    "ttft",
-    "within",
-    "working_set",
-    "workload_hash",
-    "workload_plan",
 ]

@@ -19,12 +19,17 @@ from ..core import (
     percentile,
     speedup,
 )
+from ..proof import (
+    ProofContext,
+    Signal,
+    StorageReads,
+    chain_measurement,
+    probe_chain,
+    recompute_row,
+)
 from .comparison import Pair, comparison
-from .counters import StorageReads
-from .evidence import Signal, chain_measurement
-from .g3proof import storage_proof
+from .g3storage import storage_proof
 from .machine import speed_variation
-from .proof import ProofContext, probe_chain, recompute_row
 from .repetitions import Repetition, probe_evidence
 
 

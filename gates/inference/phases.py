@@ -13,14 +13,35 @@ import aiohttp
 from pydantic import BaseModel
 
 from ..core import RequestRecord
-from .attribution import StorageAttribution, attribute, detect_engine
-from .counters import SysfsCounters, storage_reads
-from .disks import DiskCounters, device_read_bytes, restore_gbps
-from .identity import ServerIdentity, server_identity
-from .loadgen import Endpoint, LoadResult, LoadSettings, run_phase
+from ..loadgen import (
+    EVICT,
+    PROBE,
+    SEED,
+    WARMUP,
+    Endpoint,
+    LoadResult,
+    LoadSettings,
+    Plan,
+    run_phase,
+)
+from ..proof import (
+    MAX_EXPOSITION,
+    DiskCounters,
+    MetricSet,
+    MetricsParseError,
+    ServerIdentity,
+    StorageAttribution,
+    SysfsCounters,
+    attribute,
+    detect_engine,
+    device_read_bytes,
+    merge_targets,
+    parse_metrics,
+    restore_gbps,
+    server_identity,
+    storage_reads,
+)
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
-from .promtext import MAX_EXPOSITION, MetricSet, MetricsParseError, merge_targets, parse_metrics
-from .workloads import EVICT, PROBE, SEED, WARMUP, Plan
 
 Eviction = Literal["reset", "flood", "none"]
 # Engines whose counters reach /metrics late: LMCache's stats logger publishes every 10 s

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from ..core import LAUNCH_HOST, TAIL_LINES, Arm, ArmError, format_duration, render
-from .loadgen import Endpoint
+from ..loadgen import Endpoint
 
 HealthProbe = Callable[[str, float], int]  # (url, timeout) -> HTTP status; OSError if no answer
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # like aiohttp: no proxy

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..core import percentile
-from .counters import StorageReads
-from .cpu import CpuUse
+from ..loadgen import CpuUse, summarize
+from ..proof import ProbeEvidence, StorageReads, engine_evidence
 from .machine import CpuReference
-from .metrics import summarize
 from .phases import ColdRecovery
-from .proof import ProbeEvidence, engine_evidence
 
 
 class Repetition(BaseModel):

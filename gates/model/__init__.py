@@ -3,16 +3,13 @@
 from .bandwidth import (
     SEED_BASELINE_BPS,
     SEED_BASELINE_LABEL,
-    SEED_POINTS,
     ModelInputError,
     RestoreModel,
-    break_even_bandwidth,
     fit_calibration,
     fmt_rate,
     predict,
     preflight,
     recompute_time,
-    restore_time,
 )
 from .cost import (
     RANK_KEYS,
@@ -22,7 +19,6 @@ from .cost import (
     CatalogError,
     evaluate,
     load_catalog,
-    parse_catalog,
     rank,
 )
 from .kv import (
@@ -34,14 +30,7 @@ from .kv import (
     parse_tokens,
     size_workload,
 )
-from .spec import (
-    CATALOGUE,
-    ModelError,
-    ModelSpec,
-    read_config,
-    resolve_model,
-    spec_from_config,
-)
+from .spec import CATALOGUE, ModelError
 
 __all__ = [
     "ArrayOption",
@@ -51,14 +40,11 @@ __all__ = [
     "LMCACHE_CHUNK_TOKENS",
     "ModelError",
     "ModelInputError",
-    "ModelSpec",
     "RANK_KEYS",
     "RestoreModel",
     "SEED_BASELINE_BPS",
     "SEED_BASELINE_LABEL",
-    "SEED_POINTS",
     "SHIPPED_CATALOG",
-    "break_even_bandwidth",
     "chunking",
     "evaluate",
     "fit_calibration",
@@ -67,15 +53,10 @@ __all__ = [
     "fmt_tokens",
     "kv_geometry",
     "load_catalog",
-    "parse_catalog",
     "parse_tokens",
     "predict",
     "preflight",
     "rank",
-    "read_config",
     "recompute_time",
-    "resolve_model",
-    "restore_time",
     "size_workload",
-    "spec_from_config",
 ]

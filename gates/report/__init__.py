@@ -1,32 +1,6 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
-from .chain import (
-    ChainLink,
-)
-from .figures import (
-    ABSENT,
-    key_figures,
-)
-from .report import (
-    REPORT_REVISION,
-    ReportContext,
-    arm_row,
-    css_string,
-    decision_rule,
-    format_value,
-    render_html,
-    retest_rows,
-    write_reports,
-)
-from .sealing import (
-    RECORD_META,
-    SEAL_ID,
-    check_seal,
-    content_hash,
-    embedded_records,
-    seal,
-    seal_placeholder,
-)
+from .report import ReportContext, arm_row, format_value, retest_rows, write_reports
 from .signing import (
     KEY_DIR_ENV,
     KEY_ENV,
@@ -39,107 +13,42 @@ from .signing import (
     grouped,
     key_dir,
     load_public,
-    load_signer,
     new_key,
-    own_public,
-    sig_path,
-    statement,
-    strict_json,
     trusted_fingerprint,
     trusted_here,
-    write_signature,
 )
-from .summary import (
-    ACCEPT,
-    NOT_READY,
-    SignerInfo,
-    Summary,
-    build_summary,
-    recommend,
-    reissue_summary,
-    summary_digest,
-    write_summary,
-)
-from .trust import (
-    ALTERED,
-    BAD_INPUT,
-    INTACT,
-    UNTRUSTED,
-    VERIFY_EXIT_TEXT,
-    Verification,
-)
-from .verification import (
-    examine,
-    record_digest,
-    verify,
-)
-from .waivers import (
-    WaiverRefused,
-    check_waiver,
-    choose_deviation,
-    sign_waiver,
-)
+from .summary import build_summary, reissue_summary, write_summary
+from .trust import BAD_INPUT, VERIFY_EXIT_TEXT
+from .verification import examine
+from .waivers import WaiverRefused, choose_deviation, sign_waiver
 
 __all__ = [
-    "ABSENT",
-    "ACCEPT",
-    "ALTERED",
     "BAD_INPUT",
-    "ChainLink",
-    "INTACT",
     "KEY_DIR_ENV",
     "KEY_ENV",
-    "NOT_READY",
     "PRIVATE_NAME",
     "PUBLIC_NAME",
     "PublicKey",
-    "RECORD_META",
-    "REPORT_REVISION",
     "ReportContext",
-    "SEAL_ID",
     "Signer",
-    "SignerInfo",
-    "Summary",
     "TRUSTED_DIR",
-    "UNTRUSTED",
     "VERIFY_EXIT_TEXT",
-    "Verification",
     "WaiverRefused",
     "arm_row",
     "build_summary",
-    "check_seal",
-    "check_waiver",
     "choose_deviation",
     "configured_signer",
-    "content_hash",
-    "css_string",
-    "decision_rule",
-    "embedded_records",
     "examine",
     "format_value",
     "grouped",
     "key_dir",
-    "key_figures",
     "load_public",
-    "load_signer",
     "new_key",
-    "own_public",
-    "recommend",
-    "record_digest",
     "reissue_summary",
-    "render_html",
     "retest_rows",
-    "seal",
-    "seal_placeholder",
-    "sig_path",
     "sign_waiver",
-    "statement",
-    "strict_json",
-    "summary_digest",
     "trusted_fingerprint",
     "trusted_here",
-    "verify",
     "write_reports",
-    "write_signature",
     "write_summary",
 ]

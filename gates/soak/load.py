@@ -8,16 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..core import RequestRecord
-from ..inference import (
-    Endpoint,
-    LoadSettings,
-    Plan,
-    PlannedRequest,
-    Pool,
-    ServerIdentity,
-    send,
-    server_identity,
-)
+from ..loadgen import Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
+from ..proof import ServerIdentity, server_identity
 
 
 class LoadDriver(Protocol):

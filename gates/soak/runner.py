@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pydantic import BaseModel
 
 from ..core import G4Limits, Measurement, RequestOutcome, RequestRecord
-from ..inference import stats, ttft
+from ..loadgen import stats, ttft
 from ..store import Store
 from .clock import Clock, RealClock
 from .health import Collector, WindowContext

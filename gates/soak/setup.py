@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core import G4Limits, GateRecord, Site, median
-from ..inference import Endpoint, LoadSettings, Repetition, multi_turn
+from ..inference import Repetition
+from ..loadgen import Endpoint, LoadSettings, multi_turn
 from ..storage import CommandRunner
 from ..store import Store, sha256_file
 from .fio_verify import FioVerify

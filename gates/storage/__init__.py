@@ -2,171 +2,38 @@
 devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
 
 from . import g1, g1config
-from .blockdev import (
-    BlockDevice,
-    Mount,
-    ParseError,
-    as_int,
-    json_document,
-    mount_for,
-    parse_findmnt,
-    parse_lsblk,
-)
-from .collector import (
-    Collector,
-    Found,
-    install_hint,
-)
-from .fio import (
-    ALL_CLIENTS,
-    FioParseError,
-    FioReport,
-    Latency,
-    combine,
-    merge_bins,
-    parse_fio_json,
-    percentile_from_bins,
-    samples_support,
-)
-from .fiorun import (
-    client_address,
-    client_args,
-    fio_version,
-    host_name,
-    run_step,
-)
-from .g1 import (
-    StepOutcome,
-    qd1_latency,
-)
-from .g1charts import (
-    bandwidth_bars,
-    g1_charts,
-    latency_curves,
-    sweep_points,
-)
-from .inventory import (
-    Inventory,
-    applies,
-    collect,
-)
-from .jobs import (
-    READ_FILE,
-    WRITE_FILE,
-    JobFileError,
-    bytes_needed,
-    files_written,
-    g1_steps,
-    job_value,
-    render_jobfile,
-)
-from .lock import (
-    LOCK_FILE,
-    TargetBusy,
-    TargetLock,
-    lock_target,
-)
-from .net import (
-    GidEntry,
-    NicState,
-    parse_gid_table,
-    parse_rdma_links,
-    parse_sysfs_net,
-)
-from .nvme import (
-    Controller,
-    SmartLog,
-    parse_id_ctrl,
-    parse_list_subsys,
-    parse_nvme_list,
-    parse_smart_log,
-)
-from .progress import (
-    step_progress,
-)
-from .raid import (
-    MdArray,
-    data_disks,
-    parse_chunk_size,
-    parse_mdadm_detail,
-    parse_mdadm_export,
-    parse_mdstat,
-)
-from .runner import (
-    INSTALL_HINTS,
-    CommandRunner,
-    Completed,
-    ScriptedRunner,
-    SubprocessRunner,
-    ToolMissing,
-)
-from .target import (
-    DeviceFacts,
-    TargetError,
-    check_directory,
-    device_bytes,
-    device_facts,
-    ensure_directory,
-    foreign_filesystem,
-    raw_device_refusal,
-    resolve_target,
-    vet_filenames,
-    watched_device,
-)
-from .xfs import (
-    Alignment,
-    XfsGeometry,
-    alignment,
-    parse_xfs_info,
-)
+from .blockdev import ParseError, as_int, json_document
+from .collector import Collector, Found, install_hint
+from .fio import FioParseError, combine, parse_fio_json
+from .fiorun import fio_version, run_step
+from .g1 import StepOutcome
+from .g1charts import g1_charts
+from .inventory import Inventory, collect
+from .jobs import bytes_needed, files_written, g1_steps, job_value
+from .lock import TargetBusy, TargetLock, lock_target
+from .nvme import parse_list_subsys, parse_smart_log
+from .progress import step_progress
+from .runner import CommandRunner, SubprocessRunner, ToolMissing
+from .target import TargetError, check_directory, foreign_filesystem, resolve_target, watched_device
 
 __all__ = [
-    "ALL_CLIENTS",
-    "Alignment",
-    "BlockDevice",
     "Collector",
     "CommandRunner",
-    "Completed",
-    "Controller",
-    "DeviceFacts",
     "FioParseError",
-    "FioReport",
     "Found",
-    "GidEntry",
-    "INSTALL_HINTS",
     "Inventory",
-    "JobFileError",
-    "LOCK_FILE",
-    "Latency",
-    "MdArray",
-    "Mount",
-    "NicState",
     "ParseError",
-    "READ_FILE",
-    "ScriptedRunner",
-    "SmartLog",
     "StepOutcome",
     "SubprocessRunner",
     "TargetBusy",
     "TargetError",
     "TargetLock",
     "ToolMissing",
-    "WRITE_FILE",
-    "XfsGeometry",
-    "alignment",
-    "applies",
     "as_int",
-    "bandwidth_bars",
     "bytes_needed",
     "check_directory",
-    "client_address",
-    "client_args",
     "collect",
     "combine",
-    "data_disks",
-    "device_bytes",
-    "device_facts",
-    "ensure_directory",
     "files_written",
     "fio_version",
     "foreign_filesystem",
@@ -174,38 +41,15 @@ __all__ = [
     "g1_charts",
     "g1_steps",
     "g1config",
-    "host_name",
     "install_hint",
     "job_value",
     "json_document",
-    "latency_curves",
     "lock_target",
-    "merge_bins",
-    "mount_for",
-    "parse_chunk_size",
-    "parse_findmnt",
     "parse_fio_json",
-    "parse_gid_table",
-    "parse_id_ctrl",
     "parse_list_subsys",
-    "parse_lsblk",
-    "parse_mdadm_detail",
-    "parse_mdadm_export",
-    "parse_mdstat",
-    "parse_nvme_list",
-    "parse_rdma_links",
     "parse_smart_log",
-    "parse_sysfs_net",
-    "parse_xfs_info",
-    "percentile_from_bins",
-    "qd1_latency",
-    "raw_device_refusal",
-    "render_jobfile",
     "resolve_target",
     "run_step",
-    "samples_support",
     "step_progress",
-    "sweep_points",
-    "vet_filenames",
     "watched_device",
 ]

@@ -1,23 +1,7 @@
 """The results store (SQLite, WAL) and evidence bundles."""
 
-from .bundle import (
-    MANIFEST,
-    SUFFIX,
-    BundleError,
-    manifest_text,
-    parse_manifest,
-    safe_extract,
-    write_bundle,
-)
-from .store import (
-    DB_NAME,
-    Store,
-    check_run_id,
-    new_run_id,
-    sha256_file,
-    utc_now,
-    write_new,
-)
+from .bundle import MANIFEST, SUFFIX, BundleError, parse_manifest, safe_extract, write_bundle
+from .store import DB_NAME, Store, check_run_id, new_run_id, sha256_file, utc_now, write_new
 
 __all__ = [
     "BundleError",
@@ -26,7 +10,6 @@ __all__ = [
     "SUFFIX",
     "Store",
     "check_run_id",
-    "manifest_text",
     "new_run_id",
     "parse_manifest",
     "safe_extract",

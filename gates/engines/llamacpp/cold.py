@@ -19,31 +19,29 @@ import aiohttp
 
 from ...core import RequestOutcome, RequestRecord, percentile
 from ...inference import (
+    ColdRecovery,
+    HttpMetrics,
+    MetricsSource,
+    PhaseError,
+    drop_page_cache,
+    read_bytes_delta,
+    scrape_all,
+    tree_read_bytes,
+)
+from ...loadgen import (
     PROBE,
     READ_BUFFER,
     SEED,
     WARMUP,
-    ColdRecovery,
-    DiskCounters,
     Endpoint,
-    HttpMetrics,
     LoadResult,
     LoadSettings,
     LoopLagMonitor,
-    MetricsSource,
-    PhaseError,
     Plan,
     PlannedLike,
-    StorageAttribution,
-    attribute,
-    device_read_bytes,
-    drop_page_cache,
     judge_self_check,
-    read_bytes_delta,
-    scrape_all,
-    server_identity,
-    tree_read_bytes,
 )
+from ...proof import DiskCounters, StorageAttribution, attribute, device_read_bytes, server_identity
 from .http import SlotError, SlotResult, send_to_slot, slot_action, total_slots
 
 ENGINE = "llamacpp"

@@ -16,7 +16,7 @@ import aiohttp
 from pydantic import BaseModel
 
 from ...core import RequestOutcome, RequestRecord
-from ...inference import (
+from ...loadgen import (
     Endpoint,
     LoadSettings,
     PlannedLike,

@@ -1,7 +1,7 @@
 """HTTP/1.1 as the load generator speaks it: the request head, and a response parsed as its bytes
 arrive (RFC 9112), with the errors a request can end with.
 
-Pure: gates.inference.connection feeds it what the socket delivered, stamped on arrival.
+Pure: gates.loadgen.connection feeds it what the socket delivered, stamped on arrival.
 """
 
 from __future__ import annotations

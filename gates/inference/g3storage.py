@@ -1,6 +1,6 @@
 """G3's storage-read measurements: the engine's counters, GPU hits, devices, the process. Pure.
 
-Each is one signal of the evidence chain (gates.inference.proof) kept as its own measurement, so
+Each is one signal of the evidence chain (gates.proof.chain) kept as its own measurement, so
 the summary and earlier readers find the figures they always had. They apply the chain's own
 rules and references (chainrows), so none is more lenient or stricter than the chain, which G3
 judges them with and `kvgate proof` prints alone.
@@ -9,7 +9,7 @@ judges them with and `kvgate proof` prints alone.
 from __future__ import annotations
 
 from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
-from .chainrows import GPU_HIT_MAX
+from ..proof import GPU_HIT_MAX
 from .repetitions import Repetition, probe_evidence
 
 PROOF_FAILED = "KV did not come from the candidate storage"

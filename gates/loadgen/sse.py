@@ -1,7 +1,7 @@
 """Server-sent events: bytes to SSE events, incrementally and strict about UTF-8. Pure: no I/O.
 
 The load generator stamps an event when ``SSEDecoder.feed`` returns it and only then asks
-what it means (gates.inference.chunks; DESIGN §5: stamped when its bytes arrive, before JSON
+what it means (gates.loadgen.chunks; DESIGN §5: stamped when its bytes arrive, before JSON
 parsing).
 """
 

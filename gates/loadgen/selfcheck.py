@@ -32,7 +32,7 @@ class SelfCheck(BaseModel):
     reasons: list[str] = []
     other_cpu_pct: float | None = None  # processes other than kvgate, % of all cores
     own_cpu_pct: float | None = None  # kvgate itself, % of one core
-    reconnects: int = 0  # requests sent again on a new connection (gates.inference.pool)
+    reconnects: int = 0  # requests sent again on a new connection (gates.loadgen.pool)
     notes: list[str] = []  # what a reader should know that does not make the phase unfit
 
     def line(self) -> str:

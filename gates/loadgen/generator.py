@@ -60,7 +60,7 @@ class LoadSettings(BaseModel):
 
 
 class PlannedLike(Protocol):
-    """What the generator needs of a planned request (see gates.inference.workloads)."""
+    """What the generator needs of a planned request (see gates.loadgen.workloads)."""
 
     request_id: str
     prompt: list[int] | str
@@ -148,7 +148,7 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
     """Send one streaming request; every way it can end becomes one outcome with its reason.
 
     A request whose kept-alive connection the server had closed goes again on a new one
-    (gates.inference.pool). ``body`` is the request's JSON, serialised beforehand (run_phase
+    (gates.loadgen.pool). ``body`` is the request's JSON, serialised beforehand (run_phase
     does so before the phase); None = here.
     """
     headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
