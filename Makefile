@@ -5,7 +5,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench tools browser engine clean
+.PHONY: demo test bench mutants tools browser engine clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -87,6 +87,11 @@ bench: $(BIN)/kvgate
 	$(BIN)/python bench/report_render.py && $(BIN)/python bench/parse_memory.py && \
 	$(BIN)/python bench/decision_risk.py && $(BIN)/python bench/soak_risk.py && \
 	$(BIN)/python bench/vs_aiperf.py
+
+# Hand-written mutants of core/ and proof/ (tests/check_tests.py): each breaks one behaviour in
+# a copy of the package and must be caught by the test module it names; prints the kill rate.
+mutants: $(VENV)/.test-extras
+	$(BIN)/python tests/check_tests.py
 
 clean:
 	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*

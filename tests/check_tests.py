@@ -1,4 +1,4 @@
-"""Do the core modules' tests catch broken behaviour? Run: python tests/check_tests.py
+"""Do the tests of core/ and proof/ catch broken behaviour? Run: make mutants
 
 Not a pytest module (pytest does not collect it). Two checks:
 
@@ -23,91 +23,120 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TESTS = ["test_units.py", "test_verdict.py", "test_config.py", "test_steady.py"]
+# Every test module a mutant names, and only those, is run on the copy.
+TESTS = sorted({"test_units.py", "test_verdict.py", "test_config.py", "test_steady.py",
+                "test_paired.py", "test_evidence.py", "test_proof_rules.py", "test_tiers.py",
+                "test_g2g3.py"})
 
 # (module under gates/, text to replace, replacement, test module that must catch it)
 MUTANTS: list[tuple[str, str, str, str]] = [
     # _units
-    ("_units.py", '"gib": 1024**3', '"gib": 1000**3', "test_units.py"),
-    ("_units.py", '"gbit/s": 1e9 / 8', '"gbit/s": 1e9', "test_units.py"),
-    ("_units.py", 'key = unit[0].lower() + "bit/s"', "key = unit.lower()", "test_units.py"),
-    ("_units.py", '"h": 3600.0', '"h": 60.0', "test_units.py"),
-    ("_units.py", "total += float(number)", "total = float(number)", "test_units.py"),
-    ("_units.py", "        raise UnitError(f\"unknown size unit",
+    ("core/units.py", '"gib": 1024**3', '"gib": 1000**3', "test_units.py"),
+    ("core/units.py", '"gbit/s": 1e9 / 8', '"gbit/s": 1e9', "test_units.py"),
+    ("core/units.py", 'key = unit[0].lower() + "bit/s"', "key = unit.lower()", "test_units.py"),
+    ("core/units.py", '"h": 3600.0', '"h": 60.0', "test_units.py"),
+    ("core/units.py", "total += float(number)", "total = float(number)", "test_units.py"),
+    ("core/units.py", "        raise UnitError(f\"unknown size unit",
      "        raise ValueError(f\"unknown size unit", "test_units.py"),
-    ("_units.py", 'if unit not in ("%", ""):', "if False:", "test_units.py"),
-    ("_units.py", "seconds >= factor and seconds % factor == 0", "seconds >= factor",
+    ("core/units.py", "if unit not in DURATION_UNITS:", "if False:", "test_units.py"),
+    ("core/units.py", "seconds >= factor and seconds % factor == 0", "seconds >= factor",
      "test_units.py"),
-    ("_units.py", "return int((Decimal(number) * factor).to_integral_value(ROUND_HALF_UP))",
+    ("core/units.py", "return int((Decimal(number) * factor).to_integral_value(ROUND_HALF_UP))",
      "return int(float(number) * factor)", "test_units.py"),
-    ("_units.py", "not math.isfinite(number) or number < 0", "not math.isfinite(number)",
+    ("core/units.py", "not math.isfinite(number) or number < 0", "not math.isfinite(number)",
      "test_units.py"),
-    ("_units.py", "(len(parts) > 1 and any(u == \"\" for _, u in parts))", "False",
-     "test_units.py"),
-    ("_units.py", 'return f"{gb} GB/s" if', 'return f"{float(gb):.4g} GB/s" if False or',
+    ("core/units.py", 'return f"{gb} GB/s" if', 'return f"{float(gb):.4g} GB/s" if False or',
      "test_units.py"),
     # _verdict
-    ("_verdict.py", "value < self.lo or", "value <= self.lo or", "test_verdict.py"),
-    ("_verdict.py", "return Outcome.PASS if counted else Outcome.ERROR", "return Outcome.PASS",
+    ("core/verdict.py", "value < self.lo or", "value <= self.lo or", "test_verdict.py"),
+    ("core/verdict.py", "return Outcome.PASS if counted else Outcome.ERROR", "return Outcome.PASS",
      "test_verdict.py"),
-    ("_verdict.py", "for worst in (Outcome.FAIL, Outcome.ERROR,",
+    ("core/verdict.py", "for worst in (Outcome.FAIL, Outcome.ERROR,",
      "for worst in (Outcome.ERROR, Outcome.FAIL,", "test_verdict.py"),
-    ("_verdict.py", "if math.isnan(value):", "if False:", "test_verdict.py"),
-    ("_verdict.py", "< self.marginal * abs(bound)", "< 0 * abs(bound)", "test_verdict.py"),
-    ("_verdict.py", "if interval is not None and not all(", "if False and not all(",
+    ("core/verdict.py", "if math.isnan(value):", "if False:", "test_verdict.py"),
+    ("core/verdict.py", "< self.marginal * abs(bound)", "< 0 * abs(bound)", "test_verdict.py"),
+    ("core/verdict.py", "if interval is not None and not all(", "if False and not all(",
      "test_verdict.py"),
-    ("_verdict.py", "x {'>=' if self.lo_inclusive else '>'}",
+    ("core/verdict.py", "x {'>=' if self.lo_inclusive else '>'}",
      "x {'>' if self.lo_inclusive else '>='}", "test_verdict.py"),
-    ("_verdict.py", '(f" (relative to {self.relative_to})" if self.relative_to else "")', '""',
+    ("core/verdict.py", '(f" (relative to {self.relative_to})" if self.relative_to else "")', '""',
      "test_verdict.py"),
-    ("_verdict.py", "key=lambda m: SEVERITY.index(m.outcome)",
+    ("core/verdict.py", "key=lambda m: SEVERITY.index(m.outcome)",
      "key=lambda m: -SEVERITY.index(m.outcome)", "test_verdict.py"),
-    ("_verdict.py", "self.lo > self.hi\n", "self.lo > self.hi * 2\n", "test_verdict.py"),
-    ("_verdict.py", "math.isnan(b)", "False", "test_verdict.py"),
-    ("_verdict.py", "gaps.append(value - self.lo)", "gaps.append(self.lo - value)",
+    ("core/verdict.py", "self.lo > self.hi\n", "self.lo > self.hi * 2\n", "test_verdict.py"),
+    ("core/verdict.py", "math.isnan(b)", "False", "test_verdict.py"),
+    ("core/verdict.py", "gaps.append(value - self.lo)", "gaps.append(self.lo - value)",
      "test_verdict.py"),
-    ("_verdict.py", "map(Outcome, outcomes)", "outcomes", "test_verdict.py"),
-    ("_verdict.py", 'f"{x:.0f}" if 1e4 <= abs(x) < 1e16 else ', "", "test_verdict.py"),
+    ("core/verdict.py", "map(Outcome, outcomes)", "outcomes", "test_verdict.py"),
+    ("core/verdict.py", 'f"{x:.0f}" if 1e4 <= abs(x) < 1e16 else ', "", "test_verdict.py"),
     # _record
-    ("_record.py", "sort_keys=True", "sort_keys=False", "test_verdict.py"),
-    ("_record.py", "for m in self.measurements])", "for m in self.measurements[:1]])",
+    ("core/record.py", "json.dumps(kept, sort_keys=True", "json.dumps(kept, sort_keys=False",
      "test_verdict.py"),
-    ("_record.py", "json.loads(self.model_dump_json())", 'self.model_dump(mode="json")',
+    ("core/record.py", "for m in self.measurements])", "for m in self.measurements[:1]])",
+     "test_verdict.py"),
+    ("core/record.py", "json.loads(self.model_dump_json())", 'self.model_dump(mode="json")',
      "test_verdict.py"),
     # _config and _settings
-    ("_config.py", "cutoff=0.6", "cutoff=1.0", "test_config.py"),
-    ("_config.py", "site.resolve_paths(path.parent.resolve())", "site.resolve_paths(Path.cwd())",
-     "test_config.py"),
-    ("_config.py", "    for name, override in overrides.items():",
+    ("core/config.py", "cutoff=0.6", "cutoff=1.0", "test_config.py"),
+    ("core/config.py", "site.resolve_paths((base or path.parent).resolve())",
+     "site.resolve_paths(Path.cwd())", "test_config.py"),
+    ("core/config.py", "    for name, override in overrides.items():",
      "    for name, override in []:", "test_config.py"),
-    ("_config.py", "merged[key] = _merge(merged[key], value)", "merged[key] = value",
+    ("core/config.py", "merged[key] = _merge(merged[key], value)", "merged[key] = value",
      "test_config.py"),
-    ("_config.py", "self.file = str(file)", 'self.file = "?"', "test_config.py"),
-    ("_config.py", "except (tomllib.TOMLDecodeError, UnicodeDecodeError)",
+    ("core/config.py", "self.file = str(file)", 'self.file = "?"', "test_config.py"),
+    ("core/config.py", "except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError)",
      "except (UnicodeDecodeError,)", "test_config.py"),
-    ("_config.py", """hint = f" — did you mean '{close[0]}'?" if close else ""\n""",
+    ("core/config.py", """hint = f" — did you mean '{close[0]}'?" if close else ""\n""",
      'hint = ""\n', "test_config.py"),
-    ("_config.py", "for k in LOADER_FIELDS.get(model, ()) if k in data]",
+    ("core/config.py", "for k in LOADER_FIELDS.get(model, ()) if k in data]",
      "for k in LOADER_FIELDS.get(model, ()) if False]", "test_config.py"),
-    ("_config.py", 'f"[{part}]" if isinstance(part, int) else', "", "test_config.py"),
-    ("_settings.py", "if self.runtime < ss.ramp + ss.window + 1:", "if False:",
+    ("core/config.py", 'f"[{part}]" if isinstance(part, int) else', "", "test_config.py"),
+    ("core/settings.py", "if self.runtime < ss.ramp + ss.window + 1:", "if False:",
      "test_config.py"),
-    ("_settings.py", 'extra="forbid"', 'extra="ignore"', "test_config.py"),
-    ("_settings.py", "if value < ROUNDS:", "if False:", "test_config.py"),
-    ("_settings.py", "Field(default=0.0, ge=0.0, lt=100.0)", "0.0", "test_config.py"),
-    ("_settings.py", "if self.throughput_gain_min > self.throughput_gain_claimed_max:",
+    ("core/strict.py", 'extra="forbid"', 'extra="ignore"', "test_config.py"),
+    ("core/settings.py", "if value < ROUNDS:", "if False:", "test_config.py"),
+    ("core/thresholds.py", "Field(default=0.0, ge=0.0, lt=100.0,", "Field(default=0.0,",
+     "test_config.py"),
+    ("core/thresholds.py", "if self.throughput_gain_min > self.throughput_gain_claimed_max:",
      "if False:", "test_config.py"),
     # _steady
-    ("_steady.py", "tail = data[len(data) - size * rounds:]", "tail = data[:size * rounds]",
+    ("core/steady.py", "tail = data[len(data) - size * rounds:]", "tail = data[:size * rounds]",
      "test_steady.py"),
-    ("_steady.py", "* (len(rounds) - 1) / mean", "* len(rounds) / mean", "test_steady.py"),
-    ("_steady.py", "(max(rounds) - min(rounds)) / mean",
+    ("core/steady.py", "* (len(rounds) - 1) / mean", "* len(rounds) / mean", "test_steady.py"),
+    ("core/steady.py", "(max(rounds) - min(rounds)) / mean",
      "(max(rounds) - min(rounds)) / max(rounds)", "test_steady.py"),
-    ("_steady.py", "data[-1] == 0", "data[-1] == -1", "test_steady.py"),
-    ("_steady.py", "return sxy / sxx if sxx else 0.0", "return sxy / sxx / 2 if sxx else 0.0",
+    ("core/steady.py", "data[-1] == 0", "data[-1] == -1", "test_steady.py"),
+    ("core/steady.py", "return sxy / sxx if sxx else 0.0", "return sxy / sxx / 2 if sxx else 0.0",
      "test_steady.py"),
-    ("_steady.py", "mean_x = (n - 1) / 2", "mean_x = n / 2", "test_steady.py"),
-    ("_steady.py", "if mean <= 0:", "if mean < 0:", "test_steady.py"),
+    ("core/steady.py", "mean_x = (n - 1) / 2", "mean_x = n / 2", "test_steady.py"),
+    ("core/steady.py", "if mean <= 0:", "if mean < 0:", "test_steady.py"),
+    # core/paired: G3's sign-test interval and its looks
+    ("core/paired.py", "while k + 1 <= n // 2 and binomial_tail(n, k) <= tail:",
+     "while k + 1 <= n // 2 and binomial_tail(n, k) <= 2 * tail:", "test_paired.py"),
+    ("core/paired.py", "return statistics.median(xs), xs[k - 1], xs[len(xs) - k]",
+     "return statistics.median(xs), xs[k], xs[len(xs) - k - 1]", "test_paired.py"),
+    ("core/paired.py", 'return 100 * (1 - ratio) if metric == "reduction" else',
+     'return 100 * (ratio - 1) if metric == "reduction" else', "test_paired.py"),
+    ("core/paired.py", "if not (math.isfinite(v) and v > 0)]", "if False]", "test_paired.py"),
+    ("core/paired.py", "elif not any(limit.contains(v) for v in ends) and not",
+     "elif not", "test_paired.py"),
+    # proof/evidence: the chain's verdict
+    ("proof/evidence.py", "ok = value >= lo and (hi is None or value <= hi)",
+     "ok = value >= lo", "test_evidence.py"),
+    ("proof/evidence.py", "    if unsure:\n", "    if False:\n", "test_evidence.py"),
+    ("proof/evidence.py", "if not any(s.kind is Kind.STORAGE for s in agreeing):",
+     "if False:", "test_evidence.py"),
+    ("proof/evidence.py", "if all(s.caveat for s in engine) and not any(",
+     "if False and not any(", "test_evidence.py"),
+    # proof/chainrows, tiers: floors, ceilings and unknown labels
+    ("proof/chainrows.py", "    if value > ceiling:\n", "    if False:\n", "test_proof_rules.py"),
+    ("proof/chainrows.py", "return value is not None and not (math.isfinite(value) and value >= 0)",
+     "return False", "test_evidence.py"),
+    ("proof/chainrows.py", "GPU_HIT_MAX = 1.0", "GPU_HIT_MAX = 100.0", "test_g2g3.py"),
+    ("proof/tiers.py", '    return "unknown"', '    return "storage"', "test_tiers.py"),
+    ("proof/tiers.py", "if pattern.fullmatch(value):", "if pattern.match(value):",
+     "test_tiers.py"),
 ]
 
 
@@ -143,11 +172,10 @@ def assert_free_tests(path: Path) -> list[str]:
 def _copy(dest: Path) -> None:
     shutil.copytree(REPO / "gates", dest / "gates",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (dest / "tests").mkdir()
-    for name in TESTS:
-        shutil.copy(REPO / "tests" / name, dest / "tests" / name)
-    shutil.copytree(REPO / "tests" / "data", dest / "tests" / "data")
-    for name in ("pyproject.toml", "thresholds.toml", "site.toml"):
+    # The whole of tests/: the modules share helpers (_chain, _expositions) and conftest.
+    shutil.copytree(REPO / "tests", dest / "tests",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "thresholds.toml", "site.toml", "checklist.toml"):
         shutil.copy(REPO / name, dest / name)
 
 
@@ -196,7 +224,9 @@ def main() -> int:
 
     for problem in problems:
         print("PROBLEM  ", problem)
-    print(f"{len(MUTANTS)} mutants, {len(problems)} problems")
+    killed = sum(1 for _, f in mutants if f.result()[0] == 1)
+    print(f"{len(MUTANTS)} mutants, {killed} killed: kill rate {100 * killed / len(MUTANTS):.1f} %;"
+          f" {len(problems)} problems")
     return 1 if problems else 0
 
 

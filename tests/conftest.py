@@ -45,11 +45,24 @@ def pytest_pyfunc_call(pyfuncitem):
     try:
         pyfuncitem.obj(**args)
     except TimingFailure as first:
-        # A warning, not a print: the summary shows it even when the second run passes.
-        warnings.warn(TimingRetry(f"{pyfuncitem.nodeid} failed on timing and ran again: "
-                                  f"{first}"), stacklevel=1)
+        # Said three ways, so a pass on the retry is never silent: a warning, a property in the
+        # JUnit file (<property name="timing_retry">) and a section of the terminal summary.
+        why = f"failed on timing and ran again: {first}"
+        warnings.warn(TimingRetry(f"{pyfuncitem.nodeid} {why}"), stacklevel=1)
+        pyfuncitem.user_properties.append(("timing_retry", why))
         pyfuncitem.obj(**args)
     return True
+
+
+def pytest_terminal_summary(terminalreporter):
+    """List every test whose first run failed on timing, with how its second run ended."""
+    retried = [(r.nodeid, r.outcome, dict(r.user_properties)["timing_retry"])
+               for kind in ("passed", "failed") for r in terminalreporter.stats.get(kind, [])
+               if r.when == "call" and "timing_retry" in dict(r.user_properties)]
+    if retried:
+        terminalreporter.section("timing tests run twice (the first run failed on timing)")
+        for nodeid, outcome, why in retried:
+            terminalreporter.line(f"{nodeid}: {outcome.upper()} on the retry; first run {why}")
 
 
 @pytest.fixture(autouse=True)

@@ -158,3 +158,14 @@ def test_proof_inputs_carry_their_ranges():
             ProbeEvidence(**bad)
     with pytest.raises(ValidationError):
         StorageReads(device_bytes=float("inf"))
+
+
+def test_an_engine_count_that_is_not_a_count_is_an_error_never_a_disagreement():
+    # NaN or a negative delta is bad input from the engine: ERROR with the reason, not a FAIL.
+    for bad in (float("nan"), -5.0):
+        p = ProbeEvidence(engine="vllm", expected_tokens=1000, kv_bytes_per_token=8192,
+                          storage_read_tokens=bad, gpu_hit_tokens=0.0, repetitions=1)
+        chain = probe_chain(p, ProofContext())
+        rows = [s for s in chain if s.agreement is Agreement.ERROR]
+        assert rows and "not a count" in rows[0].note, [s.line() for s in chain]
+        assert judge_chain(chain).outcome is Outcome.ERROR

@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _edits import edited, small_thresholds
 from _owndisk import own_disk
 from _records import trusted_g2, trusted_g3
 from _timing import (
@@ -46,7 +47,6 @@ BASELINE = "1MB/s"
 PREFILL = 2000
 DISK = "disk"  # where the targets live: the loop device, when there is one
 QUICK = "thresholds-three-pairs.toml"  # G3 decided from 3 pairs (tests not of the comparison)
-CONFIDENCE = "confidence = 0.95"
 WORLD_ENV = "KVGATE_E2E_WORLD"  # marks this module's engines among other tests' on the machine
 SIM = ('["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}", '
        f'"--prefill-tokens-per-s", "{PREFILL}"')
@@ -95,20 +95,11 @@ def world(tmp_path_factory, repo):
     """An output folder holding a passing G1 record, a thresholds file for small runs, and the
     targets' disk (disk-note.txt says which it is)."""
     root = tmp_path_factory.mktemp("e2e")
-    text = (repo / "thresholds.toml").read_text()
-    # One level, 1: G3's correctness check then reuses the arms' own concurrency-1 probes.
-    text = text.replace("concurrency = [8, 16]", "concurrency = [1]")
-    text = text.replace("repetitions = 3", "repetitions = 2")
-    text = text.replace("correctness_tokens = 16", "correctness_tokens = 8")
-    # G3's pairs at a lower confidence (0.7: 15 % per side): looks at 4 and 6 pairs instead of
-    # the shipped 7, 14 and 28 at 95 %. These tests are of the gate's wiring and its proof;
-    # the rule's risk at the shipped plan is tests/test_paired.py's and bench/'s.
-    text = text.replace(CONFIDENCE, "confidence = 0.7")
-    text = text.replace("pair_looks = [7, 14, 28]", "pair_looks = [4, 6]")
-    (root / "thresholds.toml").write_text(text)
+    # G3's pairs looked at after 4 and 6 (_edits.SMALL_RUN: one level, confidence 0.7).
+    (root / "thresholds.toml").write_text(small_thresholds(repo, [4, 6]))
     # One look at three pairs, for the tests of the proof and of correctness, whose candidate
     # is ten times faster than its baseline: its comparison is decided there.
-    (root / QUICK).write_text(text.replace("pair_looks = [4, 6]", "pair_looks = [3]"))
+    (root / QUICK).write_text(small_thresholds(repo, [3]))
     passed_g1(root / "out")
     passed_g1(root / "timing")  # the timing test's G2 stands on its own G1
     with own_disk(root / DISK) as disk:
@@ -172,8 +163,8 @@ def test_g3_blocked_without_a_g2_pass(world):
 
 
 def test_a_workload_bigger_than_the_kv_directory_is_refused_before_it_starts(world):
-    site = site_text(on_disk(world, "t-big")).replace(
-        "kv_bytes_per_token = 1024", "kv_bytes_per_token = 1000000000000")
+    site = edited(site_text(on_disk(world, "t-big")), "kv_bytes_per_token = 1024",
+                  "kv_bytes_per_token = 1000000000000", where="the e2e site", count=None)
     passed_g1(world / "big")
     done, record = run(world, "g2", site, out="big")
     assert done.returncode == 2
@@ -364,7 +355,8 @@ def test_no_engine_process_is_left_behind(world):
 
 def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
     # Case 2 of issue #15: `engine = "auto"` on every simulator arm used to drop the label.
-    site = site_text(on_disk(world, "t-auto")).replace('engine = "kvgate-sim"', 'engine = "auto"')
+    site = edited(site_text(on_disk(world, "t-auto")), 'engine = "kvgate-sim"', 'engine = "auto"',
+                  where="the e2e site", count=None)
     passed_g1(world / "auto")
     done, record = run(world, "g2", site, out="auto")
     assert record is not None, done.stdout[-3000:]
@@ -377,10 +369,9 @@ def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
 def test_kv_written_outside_the_arms_kv_dir_fails_the_proof(world, g2):
     # Case 1b of issue #15: the launch command sends the KV elsewhere; kv_dir stays on target.
     elsewhere, t1 = on_disk(world, "elsewhere-kv"), on_disk(world, "t1")
-    site = site_text(t1).replace(
-        '"--kv-dir", "{kv_dir}"]\nkv_dir = "' + str(t1) + '/kv-candidate"',
-        f'"--kv-dir", "{elsewhere}"]\nkv_dir = "{t1}/kv-candidate"')
-    assert str(elsewhere) in site
+    site = edited(site_text(t1), '"--kv-dir", "{kv_dir}"]\nkv_dir = "' + str(t1) + '/kv-candidate"',
+                  f'"--kv-dir", "{elsewhere}"]\nkv_dir = "{t1}/kv-candidate"',
+                  where="the e2e site")
     done, record = run(world, "g3", site, thresholds=QUICK)
     assert done.returncode == 1, done.stdout[-3000:]
     chain = outcomes(record)["Storage-read evidence chain @ concurrency 1"]
@@ -394,9 +385,8 @@ def test_a_candidate_kv_dir_on_another_filesystem_is_refused(world, g2):
     if os.stat("/dev/shm").st_dev == os.stat(world / DISK).st_dev:
         pytest.skip("/dev/shm is on the same filesystem as the test's target here")
     shm = f"/dev/shm/kvgate-test-{os.getpid()}"
-    site = site_text(t1).replace(
-        f'kv_dir = "{t1}/kv-candidate"',
-        f'kv_dir = "{shm}/kv"\nkv_root = "{shm}"')
+    site = edited(site_text(t1), f'kv_dir = "{t1}/kv-candidate"',
+                  f'kv_dir = "{shm}/kv"\nkv_root = "{shm}"', where="the e2e site")
     done, record = run(world, "g3", site)
     assert done.returncode == 2, done.stdout[-3000:]
     assert "another filesystem" in record["measurements"][0]["note"]

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from _engine_e2e import engine_world, g2_on, g3_on
+from _engine_e2e import engine_world, g2_on, g3_on, llamacpp_site
 from _timing import G3_REPS, cpu_lines
 from test_g2g3_e2e import outcomes
 
@@ -26,35 +26,13 @@ pytestmark = pytest.mark.skipif(
 C = "@ concurrency 1"
 
 
-def site_text(target):
-    return f"""
-[site]
-name = "e2e site"                      # passed_g1 writes the G1 record of this site
-[target]
-directory = "{target}"
-create = true
-[fio]
-file_size = "16MiB"
-[engine]
-prefer = "llamacpp"
-slots = 2
-slot_tokens = 1280
-[engine.workload]
-contexts = 4
-context_tokens = 1024
-question_tokens = 16
-output_tokens = 16
-chunk_tokens = 1
-vocab = 4296
-warmup = 1
-"""
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, repo):
     """A passing G1 record, a thresholds file for a small run, and the site file."""
     root = tmp_path_factory.mktemp("llamacpp-e2e")
-    return engine_world(root, repo, site_text(root / "target"))
+    return engine_world(root, repo, llamacpp_site(root / "target"))
 
 
 @pytest.fixture(scope="module")

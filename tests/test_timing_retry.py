@@ -1,6 +1,7 @@
 """The `timing` marker (tests/conftest.py): one retry after a TimingFailure, the reason shown."""
 
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from _timing import TIMING_CHECKS, TimingFailure, g2_failure, raise_if_timing
@@ -49,6 +50,22 @@ def test_a_timing_failure_is_retried_once_and_says_why(pytester):
     result.stdout.fnmatch_lines([  # the second failure's message, then the retries' reasons
         "*TimingFailure: other processes used 98 % of the CPU*",
         "*test_flaky failed on timing and ran again: other processes used 97 % of the CPU*"])
+    # A pass on the retry has its own section of the summary, and a property in the JUnit file.
+    result.stdout.fnmatch_lines([
+        "*timing tests run twice (the first run failed on timing)*",
+        "test_suite.py::test_flaky: PASSED on the retry; first run failed on timing and ran "
+        "again: other processes used 97 % of the CPU"])
+
+
+def test_a_pass_on_the_retry_is_a_property_in_the_junit_file(pytester):
+    pytester.makeconftest((TESTS / "conftest.py").read_text())
+    pytester.makepyfile(_timing=(TESTS / "_timing.py").read_text(), test_suite=SUITE)
+    pytester.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml")
+    cases = {c.get("name"): c for c in
+             ElementTree.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
+    [prop] = cases["test_flaky"].iter("property")
+    assert prop.get("name") == "timing_retry" and "97 % of the CPU" in prop.get("value")
+    assert not list(cases["test_unmarked"].iter("property"))
 
 
 def measurement(id, outcome, note=""):

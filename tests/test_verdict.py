@@ -306,3 +306,17 @@ def test_canonical_json_is_strict_json_even_with_nan():
 
 def test_upstream_gate_chain():
     assert [upstream_gate(g) for g in ("g1", "g2", "g3", "g4")] == [None, "g1", "g2", "g3"]
+
+
+def test_gate_verdict_reads_outcomes_written_as_strings():
+    # A record read back from JSON holds strings: "NOT APPLICABLE" must not count as a pass.
+    assert gate_verdict(["NOT APPLICABLE", "PASS"]) is Outcome.PASS
+    assert gate_verdict(["NOT APPLICABLE"]) is Outcome.ERROR
+    assert gate_verdict(["PASS", "FAIL"]) is Outcome.FAIL
+
+
+def test_a_digest_does_not_depend_on_the_order_of_the_keys():
+    from gates.core.record import json_digest
+
+    assert json_digest({"a": 1, "b": {"x": 2, "y": 3}}) == json_digest({"b": {"y": 3, "x": 2},
+                                                                           "a": 1})

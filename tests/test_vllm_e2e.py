@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from _engine_e2e import engine_world, g2_on, g3_on
+from _engine_e2e import VLLM_CONTEXT, engine_world, g2_on, g3_on, vllm_site
 from test_g2g3_e2e import outcomes
 
 from gates.engines.vllm import find_vllm
@@ -23,39 +23,16 @@ pytestmark = pytest.mark.skipif(
     "`make engine`) to install it into ~/.cache/kvgate")
 
 C = "@ concurrency 1"
-CONTEXT = 1025  # 8 whole 128-token blocks + 1: ExampleConnector stores (n - 1) // 128 * 128
+CONTEXT = VLLM_CONTEXT
 
 
-def site_text(target):
-    return f"""
-[site]
-name = "e2e site"                      # passed_g1 writes the G1 record of this site
-[target]
-directory = "{target}"
-create = true
-[fio]
-file_size = "16MiB"
-[engine]
-prefer = "vllm"
-[engine.vllm]
-threads = 1
-[engine.vllm.workload]
-contexts = 8                           # 4 made each repetition's throughput a sum of 4 requests:
-                                       # CV 7-13 % run to run on a quiet 2-core host
-context_tokens = {CONTEXT}
-question_tokens = 16
-output_tokens = 16
-chunk_tokens = 128
-vocab = 8192
-warmup = 2
-"""
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, repo):
     """A passing G1 record, a thresholds file for a small run, and the site file."""
     root = tmp_path_factory.mktemp("vllm-e2e")
-    return engine_world(root, repo, site_text(root / "target"))
+    return engine_world(root, repo, vllm_site(root / "target"))
 
 
 @pytest.fixture(scope="module")
