@@ -313,6 +313,8 @@ def test_gate_verdict_reads_outcomes_written_as_strings():
     assert gate_verdict(["NOT APPLICABLE", "PASS"]) is Outcome.PASS
     assert gate_verdict(["NOT APPLICABLE"]) is Outcome.ERROR
     assert gate_verdict(["PASS", "FAIL"]) is Outcome.FAIL
+    with pytest.raises(ValueError, match="MAYBE"):  # an outcome no writer produces never passes
+        gate_verdict(["MAYBE"])
 
 
 def test_a_digest_does_not_depend_on_the_order_of_the_keys():
