@@ -1,4 +1,5 @@
-"""The run options, declared once: `kvgate run` and the pytest plugin both add them from here.
+"""The run options, declared once: `kvgate run`, `kvgate checklist`, `kvgate soak` and the pytest
+plugin all add them from here (the module imports only the core, so every room may use it).
 
 The configuration they name is read and validated once per run (RunConfig.load) and handed to
 the gate session, whether the run started from the CLI or from `pytest -m gate`.
@@ -76,8 +77,14 @@ DEFAULTS = RunOptions()
 
 
 def add_run_options(add: Callable[..., Any], only: Iterable[str] | None = None,
-                    skip: Iterable[str] = ()) -> None:
-    """Declare the run options through argparse's add_argument or pytest's addoption."""
+                    skip: Iterable[str] = (), inherit: Iterable[str] = (),
+                    inherited_from: str = "") -> None:
+    """Declare the run options through argparse's add_argument or pytest's addoption.
+
+    ``inherit``: options whose default is taken from what is resumed (`kvgate checklist
+    --resume`, `kvgate soak resume`): None here, and ``inherited_from`` says where it comes
+    from in the help ("{default}" stands for the usual default).
+    """
     wanted = None if only is None else set(only)
     for option in RUN_OPTIONS:
         if option.dest in skip or (wanted is not None and option.dest not in wanted):
@@ -85,8 +92,17 @@ def add_run_options(add: Callable[..., Any], only: Iterable[str] | None = None,
         if option.kind is bool:
             add(option.flag, action="store_true", help=option.help)
             continue
-        add(option.flag, type=option.kind, default=getattr(DEFAULTS, option.dest),
-            metavar=option.metavar, help=option.help)
+        inherited = option.dest in set(inherit)
+        add(option.flag, type=option.kind,
+            default=None if inherited else getattr(DEFAULTS, option.dest),
+            metavar=option.metavar,
+            help=_inherited_help(option.help, inherited_from) if inherited else option.help)
+
+
+def _inherited_help(text: str, inherited_from: str) -> str:
+    # "site file (default: ./site.toml)" with inherited_from "{default}, or the resumed run's"
+    stem, _, default = text.removesuffix(")").partition(" (default: ")
+    return f"{stem} (default: {inherited_from.format(default=default)})"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core import EXIT_CODES, GATE_TITLES, GATES, ConfigError, Outcome, load_config
+from ..options import DEFAULTS, add_run_options
 from ..store import DB_NAME, Store, new_run_id
 from .items import (
     AnswersFile,
@@ -34,7 +35,7 @@ from .run import (
 )
 from .store import ChecklistRun, ChecklistStore
 
-DEFAULT_OUT = Path("reports")
+DEFAULT_OUT = DEFAULTS.out
 INTERRUPTED = 130  # the shell's code for Ctrl-C: nothing failed, the run is only paused
 EXAMPLES = """examples:
   kvgate checklist                           G1→G4 with ./checklist.toml, asking at the terminal
@@ -67,12 +68,9 @@ def add_checklist_commands(commands: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checklist", type=Path, default=None,
                    help="checklist file (default: ./checklist.toml, or the resumed run's)")
-    p.add_argument("--site", type=Path, default=None,
-                   help="site file (default: ./site.toml, or the resumed run's)")
-    p.add_argument("--thresholds", type=Path, default=None,
-                   help="limits file (default: ./thresholds.toml, or the resumed run's)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                   help="folder for the store, reports and evidence (default: ./reports)")
+    add_run_options(p.add_argument, only=("site", "thresholds", "out"),
+                    inherit=("site", "thresholds"),
+                    inherited_from="{default}, or the resumed run's")
     p.add_argument("--operator", default="", help="your name for the reports (default: asked)")
     p.add_argument("--answers", type=Path, default=None, metavar="FILE",
                    help="answer every item from this file: no prompts at all")

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..options import DEFAULTS, add_run_options
 from ..store import DB_NAME, Store
 from .liveness import Liveness, judge
 from .runner import status
 from .store import SoakStore
 
-DEFAULT_OUT = Path("reports")
+DEFAULT_OUT = DEFAULTS.out
 STATUS_EXIT = "exit codes: 0 running or finished, 1 not running with windows left, 2 no such soak"
 RESUME_EXIT = ("exit codes: those of `kvgate run` (0 pass, 1 fail, 2 error, 3 blocked); 2 also "
                "when the soak is unknown or its runner is still alive")
@@ -36,8 +37,7 @@ def add_soak_commands(commands: argparse._SubParsersAction) -> None:
     state = verbs.add_parser("status", help="progress, ETA, health and whether the runner is "
                              "alive", epilog=STATUS_EXIT)
     state.add_argument("run_id", nargs="?", default="", help="default: the newest soak")
-    state.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                       help="folder of the store (default: ./reports)")
+    add_run_options(state.add_argument, only=("out",))
     resume = verbs.add_parser(
         "resume", help="continue a soak from its last committed window (after a crash)",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
@@ -46,12 +46,8 @@ def add_soak_commands(commands: argparse._SubParsersAction) -> None:
             "site and thresholds files, metrics port and checklist run it started with.\n\n"
             + RESUME_EXIT))
     resume.add_argument("run_id")
-    resume.add_argument("--site", type=Path, default=None,
-                        help="site file (default: the one the soak started with)")
-    resume.add_argument("--thresholds", type=Path, default=None,
-                        help="limits file (default: the one the soak started with)")
-    resume.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="folder of the store, reports and evidence (default: ./reports)")
+    add_run_options(resume.add_argument, only=("site", "thresholds", "out"),
+                    inherit=("site", "thresholds"), inherited_from="the one the soak started with")
     resume.add_argument("--force", action="store_true",
                         help="run past an upstream gate that did not pass (a soak started with "
                         "--force resumes forced without it)")
