@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..core import Rate, shipped
 from .bandwidth import RestoreModel, predict
+from .files import read_object
 
 RANK_KEYS = ("ttft", "workload", "tb", "gbps")
 
@@ -88,15 +88,7 @@ def parse_catalog(data: dict, path: Path | str = "catalog") -> Catalog:
 def load_catalog(path: Path | str) -> Catalog:
     """Read and validate a catalogue TOML file."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read it: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
-    return parse_catalog(data, path)
+    return parse_catalog(read_object(path, CatalogError, "TOML"), path)
 
 
 class CostRow(BaseModel):

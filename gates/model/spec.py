@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .files import read_object
 
 # Bytes per KV element. FP8 KV caches (vLLM --kv-cache-dtype fp8) store one byte per element.
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
@@ -135,17 +136,7 @@ def read_config(path: Path | str) -> ModelSpec:
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: cannot read it: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(cfg, dict):
-        raise ModelError(f"{path}: expected a JSON object at the top level")
-    return spec_from_config(cfg, path)
+    return spec_from_config(read_object(path, ModelError, "JSON"), path)
 
 
 def resolve_model(model: str | Path | ModelSpec) -> ModelSpec:
