@@ -144,12 +144,16 @@ def _timed_out(exc: TimeoutError, settings: LoadSettings) -> str:
 
 
 async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: LoadSettings,
-               origin_ns: int, queue: float = 0.0, body: bytes | None = None) -> RequestRecord:
+               origin_ns: int, queue: float = 0.0, body: bytes | None = None, *,
+               t0_ns: int | None = None,
+               stream_type: type[ResponseStream] = ResponseStream) -> RequestRecord:
     """Send one streaming request; every way it can end becomes one outcome with its reason.
 
     A request whose kept-alive connection the server had closed goes again on a new one
     (gates.loadgen.pool). ``body`` is the request's JSON, serialised beforehand (run_phase
-    does so before the phase); None = here.
+    does so before the phase); None = here. ``t0_ns``: when TTFT starts, if not when the
+    request's bytes reach the socket (llama.cpp's slot runner starts it at the slot restore);
+    ``stream_type``: a ResponseStream that reads more of each chunk (the slot's token ids).
     """
     headers = {"Authorization": f"Bearer {endpoint.api_key.get_secret_value()}"} \
         if endpoint.api_key else {}
@@ -161,15 +165,15 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
     # keeps the first try's t0: the reconnect is delay the client saw, as any client of a
     # server that drops kept-alive connections would, so it stays in the TTFT (the
     # conservative side); the record's `reconnects` sets such requests apart.
-    stream, attempt = ResponseStream(time.perf_counter_ns()), Attempt()
+    stream, attempt = stream_type(t0_ns or time.perf_counter_ns()), Attempt()
 
     def arrived(data: bytes, arrived_ns: int) -> None:  # in the loop's read callback
-        stream.t0_ns = attempt.written_ns
+        stream.t0_ns = t0_ns or attempt.written_ns
         stream.feed(data, arrived_ns - stream.t0_ns)
 
     def done(outcome: RequestOutcome, status: int | None = None,
              error: str = "") -> RequestRecord:
-        t0 = ((attempt.written_ns or stream.t0_ns) - origin_ns) / 1e9
+        t0 = ((t0_ns or attempt.written_ns or stream.t0_ns) - origin_ns) / 1e9
         return request_record(request, endpoint, t0, queue, stream, outcome, status,
                               f"{_where(endpoint)}: {error}" if error else "",
                               attempt.reconnects)

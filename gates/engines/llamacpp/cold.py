@@ -39,6 +39,7 @@ from ...loadgen import (
     LoopLagMonitor,
     Plan,
     PlannedLike,
+    Pool,
     judge_self_check,
 )
 from ...proof import DiskCounters, StorageAttribution, attribute, device_read_bytes, server_identity
@@ -55,9 +56,11 @@ def slot_file(request: PlannedLike) -> str:
 class SlotRunner:
     """One llama-server: a pool of free slots, and the phases run through it."""
 
-    def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, slots: int,
-                 settings: LoadSettings, tier: bool):
-        self.session, self.endpoint, self.settings, self.tier = session, endpoint, settings, tier
+    def __init__(self, session: aiohttp.ClientSession, pool: Pool, endpoint: Endpoint,
+                 slots: int, settings: LoadSettings, tier: bool):
+        # The session carries the slot actions; the pool (the load generator's) the probes.
+        self.session, self.pool, self.endpoint = session, pool, endpoint
+        self.settings, self.tier = settings, tier
         self.free: asyncio.Queue[int] = asyncio.Queue()
         for slot in range(slots):
             self.free.put_nowait(slot)
@@ -84,7 +87,7 @@ class SlotRunner:
                     self.session, base, slot, "restore", slot_file(request))
             except SlotError as exc:
                 return _failed(request, self.endpoint, (t0 - origin) / 1e9, queue, str(exc))
-        record = await send_to_slot(self.session, self.endpoint, request, self.settings, origin,
+        record = await send_to_slot(self.pool, self.endpoint, request, self.settings, origin,
                                     slot=slot, cache_prompt=self.tier, t0_ns=t0, queue=queue)
         if self.tier and phase == SEED and record.ok:
             try:
@@ -167,10 +170,11 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         raise PhaseError("the llama.cpp slot protocol drives one server on /v1/completions "
                          f"per arm, not {len(endpoints)} ({endpoints[0].api})")
     source, endpoint = source or HttpMetrics(), endpoints[0]
-    # llama-server (cpp-httplib) closes kept-alive connections after a few requests; a reused
-    # one then fails mid-request, so every request gets its own connection (loopback: cheap).
+    # The probes go through the load generator's Pool, which resends a request llama-server
+    # (cpp-httplib) dropped on a kept-alive connection it was closing; the slot actions, on
+    # this session, get a connection each (loopback: cheap).
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True),
-                                     read_bufsize=READ_BUFFER) as session:
+                                     read_bufsize=READ_BUFFER) as session, Pool() as pool:
         try:
             slots = await total_slots(session, endpoint.url)
         except SlotError as exc:
@@ -179,7 +183,7 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
             raise PhaseError(f"{endpoint.url} has {slots} slots, fewer than concurrency "
                              f"{settings.concurrency}: start llama-server with --parallel "
                              f"{settings.concurrency} or more")
-        runner = SlotRunner(session, endpoint, slots, settings, tier=kv_dir is not None)
+        runner = SlotRunner(session, pool, endpoint, slots, settings, tier=kv_dir is not None)
         server = await server_identity(endpoint.url)
         await runner.phase(plan.phase(WARMUP), WARMUP, on_record)
         seed = await runner.phase(plan.phase(SEED), SEED, on_record)

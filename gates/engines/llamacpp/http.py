@@ -1,29 +1,30 @@
 """llama-server over HTTP: slot save/restore/erase, and streaming completions pinned to a slot.
 
-The load generator's own send() cannot name a slot, so requests here add llama.cpp's
-``id_slot``, ``cache_prompt`` and ``return_tokens`` (with ``verbose``, so each streamed chunk
-carries its token ids under ``__verbose.tokens``). The stream is read by the load generator's
-own accumulator, so TTFT, usage and every outcome mean exactly what they mean elsewhere.
+Completions go through the load generator's own send() (its HTTP client, its stream class), so
+TTFT, usage and every outcome and error text mean exactly what they mean elsewhere; their body
+adds llama.cpp's ``id_slot``, ``cache_prompt`` and ``return_tokens`` (with ``verbose``, so each
+streamed chunk carries its token ids under ``__verbose.tokens``). The slot actions and GET
+/props are plain request-response calls over aiohttp.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import aiohttp
 from pydantic import BaseModel
 
-from ...core import RequestOutcome, RequestRecord
+from ...core import RequestRecord
 from ...loadgen import (
     Endpoint,
     LoadSettings,
     PlannedLike,
+    Pool,
     ResponseStream,
     SSEProtocolError,
     payload,
-    request_record,
+    send,
 )
 
 SLOT_TIMEOUT = 300.0  # s; a restore of a long context from slow storage is still one request
@@ -124,36 +125,14 @@ def slot_body(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings, 
         "id_slot": slot, "cache_prompt": cache_prompt, "return_tokens": True, "verbose": True}
 
 
-async def send_to_slot(session: aiohttp.ClientSession, endpoint: Endpoint, request: PlannedLike,
+async def send_to_slot(pool: Pool, endpoint: Endpoint, request: PlannedLike,
                        settings: LoadSettings, origin_ns: int, *, slot: int, cache_prompt: bool,
                        t0_ns: int | None = None, queue: float = 0.0) -> RequestRecord:
-    """Stream one completion on a slot; t0_ns (e.g. the restore's start) is when TTFT starts."""
+    """Stream one completion on a slot; t0_ns (e.g. the restore's start) is when TTFT starts.
+
+    The load generator's own send(), client and stream: the same timing, outcomes and error
+    texts as every other probe; only the body (the slot) and the stream (token ids) differ.
+    """
     body = json.dumps(slot_body(endpoint, request, settings, slot, cache_prompt)).encode()
-    t0_ns = time.perf_counter_ns() if t0_ns is None else t0_ns
-    stream = SlotStream(t0_ns)
-
-    def done(outcome: RequestOutcome, status: int | None = None, error: str = "") -> RequestRecord:
-        return request_record(request, endpoint, (t0_ns - origin_ns) / 1e9, queue, stream,
-                              outcome, status, error)
-
-    timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
-                                    sock_read=settings.stall_timeout)
-    try:
-        async with session.post(endpoint.post_url(), data=body, timeout=timeout,
-                                headers={"Content-Type": "application/json"}) as response:
-            if response.status != 200:
-                text = (await response.text(errors="replace"))[:500]
-                return done(RequestOutcome.HTTP_ERROR, response.status,
-                            f"HTTP {response.status}: {text}")
-            async for data in response.content.iter_any():
-                stream.feed(data, time.perf_counter_ns() - t0_ns)
-            stream.decoder.close()
-            if not stream.done:
-                return done(RequestOutcome.PROTOCOL_ERROR, 200, "stream ended without [DONE]")
-            return done(RequestOutcome.OK, 200)
-    except SSEProtocolError as exc:
-        return done(RequestOutcome.PROTOCOL_ERROR, 200, str(exc))
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        return done(RequestOutcome.TIMEOUT, error=f"no data for {settings.stall_timeout:g} s")
-    except aiohttp.ClientError as exc:
-        return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
+    return await send(pool, endpoint, request, settings, origin_ns, queue, body, t0_ns=t0_ns,
+                      stream_type=SlotStream)
