@@ -10,8 +10,8 @@ process on the other core, two numbers per request:
   bench/_simproc.py). It equals delivery lag + (server receive - client t0): everything the
   client and the loopback add to TTFT.
 
-kvgate (``gates.loadgen.generator.send`` over run_phase's keep-alive Pool, closed loop) runs side by
-side with a peer: a minimal raw-asyncio-socket HTTP/1.1 client, one keep-alive connection per
+kvgate (``gates.loadgen.run_phase``, closed loop, as every gate's phase) runs side by side
+with a peer: a minimal raw-asyncio-socket HTTP/1.1 client, one keep-alive connection per
 slot, that stamps each chunk when read and parses JSON only for the first content event.
 Ratio = kvgate / peer. Targets (issue 18): first-event lag p99 <= 1 ms at concurrency 256;
 TTFT error p99 <= 1.5x the peer's at concurrency 64 and <= 2x at 256.
@@ -28,8 +28,7 @@ import time
 from _common import Background, Sim, machine, ms, pct, pin_generator, print_table, prompts, ratio
 from _peer import LEVEL_TIMEOUT, Run, key, peer_run, recv_stamps
 
-from gates.loadgen import Endpoint, LoadSettings, LoopLagMonitor, Pool, send
-from gates.loadgen.collector import heap_set_aside
+from gates.loadgen import Endpoint, LoadSettings, run_phase
 from gates.loadgen.generator import request_body
 
 # Issue 18's targets: first-event lag p99 <= 1 ms at c = 256; TTFT error p99 within a ratio of
@@ -39,37 +38,22 @@ ERROR_RATIO_TARGETS = {64: 1.5, 256: 2.0}
 
 
 async def kvgate_run(url: str, model: str, c: int, warm: list, reqs: list) -> Run:
-    """kvgate's own send() in a closed loop of c slots on run_phase's Pool, as run_phase does."""
+    """kvgate's own run_phase in a closed loop of c slots: what a gate's phases run."""
     endpoint = Endpoint(url=url, model=model)
     settings = LoadSettings(mode="concurrency", concurrency=c, stall_timeout=30,
                             request_timeout=LEVEL_TIMEOUT)
-    run, monitor = Run(), LoopLagMonitor()
-    async with Pool() as session:
-        origin = time.perf_counter_ns()
-        await asyncio.gather(*(send(session, endpoint, r, settings, origin) for r in warm))
-        slots = asyncio.Semaphore(c)
-        bodies = {r.request_id: request_body(endpoint, r, settings) for r in reqs}  # as run_phase
-
-        async def one(r):
-            async with slots:
-                return await send(session, endpoint, r, settings, origin,
-                                  body=bodies[r.request_id])
-
-        async with heap_set_aside():  # as run_phase does for its phase
-            monitor.start()
-            try:
-                records = await asyncio.wait_for(asyncio.gather(*(one(r) for r in reqs)),
-                                                 LEVEL_TIMEOUT)
-            finally:
-                monitor.stop()
-    run.loop_lag_p99 = pct(monitor.lags, 99)
+    await run_phase(warm, [endpoint], settings)
+    result = await asyncio.wait_for(run_phase(reqs, [endpoint], settings), LEVEL_TIMEOUT)
+    run = Run(loop_lag_p99=result.self_check.loop_lag_p99)
     recv = recv_stamps(url)
-    for r, rec in zip(reqs, records, strict=True):
-        got = recv.get(key(bodies[r.request_id]))
+    # The server keys its receive stamps by body: the same body run_phase sent.
+    bodies = {r.request_id: request_body(endpoint, r, settings) for r in reqs}
+    for rec in result.records:
+        got = recv.get(key(bodies[rec.request_id]))
         if not rec.ok or rec.stamp_lag is None or got is None:
             run.failed += 1
             continue
-        t0_ns = origin + round(rec.t0 * 1e9)
+        t0_ns = result.origin_ns + round(rec.t0 * 1e9)
         run.lags.append(rec.stamp_lag)
         run.ttft_errors.append(rec.stamp_lag + (got - t0_ns) / 1e9)
         run.uploads.append((got - t0_ns) / 1e9)

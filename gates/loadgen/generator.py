@@ -74,6 +74,9 @@ class LoadResult(BaseModel):
     records: list[RequestRecord]
     wall: float
     self_check: SelfCheck
+    # perf_counter_ns of the phase's start: each record's t0 counts from it, so a reader can
+    # set the records against clocks of its own (bench/timing_fidelity.py, the server's stamps).
+    origin_ns: int = 0
 
 
 def payload(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) -> dict:
@@ -263,4 +266,4 @@ async def run_phase(requests: Sequence[PlannedLike], endpoints: Sequence[Endpoin
     check = judge_self_check(monitor.lags, lags, percentile(ttfts, 50) if ttfts else None,
                              cpu=cpu_use(cpu_before, cpu_after), cores=cpu_after.cores)
     check.reconnects, check.notes = pool.reconnects, check.notes + pool.notes()
-    return LoadResult(records=records, wall=wall, self_check=check)
+    return LoadResult(records=records, wall=wall, self_check=check, origin_ns=origin)
