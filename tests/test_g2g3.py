@@ -2,7 +2,21 @@
 
 from gates.core import Decision, G2Limits, G3Limits, Outcome
 from gates.inference import Repetition, correctness, g2_measurements, g3_measurements
-from gates.inference.g3storage import PROOF_FAILED, storage_proof
+from gates.proof import StorageReads
+from gates.proof.measurements import PROOF_FAILED, storage_proof
+
+
+def evidence(reps):
+    """Each repetition's probe evidence: what G3's storage measurements take."""
+    return [r.evidence for r in reps]
+
+def probed(r, **fields):
+    """r with its probe's evidence changed; device_read_bytes is the devices' side."""
+    storage = r.evidence.storage or StorageReads()
+    if "device_read_bytes" in fields:
+        storage = storage.model_copy(update={"device_bytes": fields.pop("device_read_bytes")})
+    return r.model_copy(update={"evidence": r.evidence.model_copy(
+        update={**fields, "storage": storage})})
 
 
 def rep(arm, i, ttft, tput, c=8, errors=0, read=None, gpu=0.0, expected=1000, fit=True,
@@ -166,63 +180,65 @@ def test_correctness_without_token_ids_fails_and_says_so():
 
 def test_device_reads_prove_the_disk_was_read():
     from gates.core import Limit
-    from gates.inference.g3storage import device_reads
+    from gates.proof.measurements import device_reads
 
     limit = Limit.at_least(90, "%")
-    read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
-                                                          "device_read_bytes": 1200})]
-    cached = [read[0].model_copy(update={"device_read_bytes": 0})]
-    unknown = [read[0].model_copy(update={"device_read_bytes": None})]
-    assert device_reads(8, read, limit).outcome is Outcome.PASS
-    assert device_reads(8, cached, limit).outcome is Outcome.FAIL
-    assert device_reads(8, unknown, limit).outcome is Outcome.NOT_APPLICABLE
+    read = [probed(rep("candidate", 0, 1, 1), storage_read_bytes=1000.0,
+                                                          device_read_bytes=1200)]
+    cached = [probed(read[0], device_read_bytes=0)]
+    unknown = [probed(read[0], device_read_bytes=None)]
+    assert device_reads(8, evidence(read), limit).outcome is Outcome.PASS
+    assert device_reads(8, evidence(cached), limit).outcome is Outcome.FAIL
+    assert device_reads(8, evidence(unknown), limit).outcome is Outcome.NOT_APPLICABLE
 
 
 def test_the_engine_process_must_have_read_what_its_restores_say():
     from gates.core import Limit
-    from gates.inference.g3storage import process_reads, storage_proof
+    from gates.proof.measurements import process_reads, storage_proof
 
     limit = Limit.at_least(90, "%")
-    read = [rep("candidate", 0, 1, 1).model_copy(update={"storage_read_bytes": 1000.0,
-                                                          "process_read_bytes": 990})]
-    cached = [read[0].model_copy(update={"process_read_bytes": 0})]
-    assert process_reads(8, read, limit).outcome is Outcome.PASS
-    m = process_reads(8, cached, limit)
+    read = [probed(rep("candidate", 0, 1, 1), storage_read_bytes=1000.0,
+                                                          process_read_bytes=990)]
+    cached = [probed(read[0], process_read_bytes=0)]
+    assert process_reads(8, evidence(read), limit).outcome is Outcome.PASS
+    m = process_reads(8, evidence(cached), limit)
     assert m.outcome is Outcome.FAIL and "page-cache hits do not count" in m.note
-    none = [read[0].model_copy(update={"storage_read_bytes": 0.0})]
-    assert process_reads(8, none, limit).outcome is Outcome.ERROR
-    names = [x.name for x in storage_proof(8, cached, G3Limits())]
+    none = [probed(read[0], storage_read_bytes=0.0)]
+    assert process_reads(8, evidence(none), limit).outcome is Outcome.ERROR
+    names = [x.name for x in storage_proof(8, evidence(cached), G3Limits())]
     assert "Engine process's storage reads vs its KV restores @ concurrency 8" in names
-    fail = next(x for x in storage_proof(8, cached, G3Limits()) if x.name.startswith("Engine"))
+    fail = next(x for x in storage_proof(8, evidence(cached), G3Limits())
+                if x.name.startswith("Engine"))
     assert fail.note.startswith(PROOF_FAILED)
-    assert len(storage_proof(8, [rep("candidate", 0, 1, 1)], G3Limits())) == 3  # no process
+    # without the process's reads: three measurements
+    assert len(storage_proof(8, evidence([rep("candidate", 0, 1, 1)]), G3Limits())) == 3
 
 
 def test_device_reads_are_a_band_and_other_io_above_it_is_named():
     from gates.core import Limit
-    from gates.inference.g3storage import device_reads
+    from gates.proof.measurements import device_reads
 
     band = Limit(lo=90, hi=150, unit="%")
     # "Devices read 31,684,653,056 bytes, the engine 201,326,592": other traffic on the device.
-    flooded = [rep("candidate", 0, 1, 1).model_copy(update={
-        "storage_read_bytes": 201_326_592.0, "device_read_bytes": 31_684_653_056})]
-    m = device_reads(8, flooded, band)
+    flooded = [probed(rep("candidate", 0, 1, 1),
+        storage_read_bytes=201_326_592.0, device_read_bytes=31_684_653_056)]
+    m = device_reads(8, evidence(flooded), band)
     assert m.outcome is Outcome.MARGINAL
     assert "other I/O on the KV devices during the probe: 31,483,326,464 bytes" in m.note
-    fine = [flooded[0].model_copy(update={"device_read_bytes": 210_000_000})]
-    assert device_reads(8, fine, band).outcome is Outcome.PASS
+    fine = [probed(flooded[0], device_read_bytes=210_000_000)]
+    assert device_reads(8, evidence(fine), band).outcome is Outcome.PASS
 
 
 def test_g3_carries_an_evidence_chain_per_level():
     base = [rep("baseline", i, 2.0, 100) for i in range(3)]
-    cand = [rep("candidate", i, 1.0, 150).model_copy(update={
-        "storage_read_bytes": 1e6, "device_read_bytes": 1_000_000}) for i in range(3)]
+    cand = [probed(rep("candidate", i, 1.0, 150),
+        storage_read_bytes=1e6, device_read_bytes=1_000_000) for i in range(3)]
     out = g3_measurements({8: list(zip(base, cand, strict=True))}, [], G3Limits(), Decision())
     [chain] = [m for m in out if m.id == "g3.evidence_chain"]
     assert chain.at == 8 and chain.name == "Storage-read evidence chain @ concurrency 8"
     assert chain.outcome is Outcome.PASS, chain.note
-    blind = [r.model_copy(update={"caveat": "tier-blind: counts CPU-tier hits too",
-                                  "device_read_bytes": None}) for r in cand]
+    blind = [probed(r, caveat="tier-blind: counts CPU-tier hits too",
+                                  device_read_bytes=None) for r in cand]
     [chain] = [m for m in g3_measurements({8: list(zip(base, blind, strict=True))}, [],
                                           G3Limits(), Decision())
                if m.id == "g3.evidence_chain"]
@@ -260,16 +276,16 @@ def test_cpu_use_between_two_snapshots():
 def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_probes_needed():
     # vLLM counts tokens, not bytes: the devices and the process tree are compared with the
     # expected tokens x the KV bytes per token, as the evidence chain does.
-    cand = [rep("candidate", i, 1, 1, expected=4096).model_copy(update={
-        "storage_read_bytes": None, "device_read_bytes": 4096 * 8192 + 2**20,
-        "process_read_bytes": 4096 * 8192 + 4096}) for i in range(2)]
-    ms = by_name(storage_proof(1, cand, G3Limits(), kv_bytes_per_token=8192))
+    cand = [probed(rep("candidate", i, 1, 1, expected=4096),
+        storage_read_bytes=None, device_read_bytes=4096 * 8192 + 2**20,
+        process_read_bytes=4096 * 8192 + 4096) for i in range(2)]
+    ms = by_name(storage_proof(1, evidence(cand), G3Limits(), kv_bytes_per_token=8192))
     disk = ms["KV devices' read bytes vs the engine's storage reads @ concurrency 1"]
     own = ms["Engine process's storage reads vs its KV restores @ concurrency 1"]
     assert disk.outcome is Outcome.PASS and round(disk.value, 1) == 103.1, disk
     assert "the KV bytes the probe needed 67,108,864" in disk.note
     assert own.outcome is Outcome.PASS and round(own.value, 2) == 100.01, own
-    unknown = by_name(storage_proof(1, cand, G3Limits()))
+    unknown = by_name(storage_proof(1, evidence(cand), G3Limits()))
     assert unknown["KV devices' read bytes vs the engine's storage reads @ concurrency 1"] \
         .outcome is Outcome.ERROR
 
@@ -306,3 +322,17 @@ def test_a_stable_baseline_on_a_moving_machine_passes_and_says_how_much_it_moved
     cv = by_name(g2_measurements(moving, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     assert cv.outcome is Outcome.PASS and "varied by 30.0 %" in cv.note
+
+
+def test_a_repetition_stored_before_its_evidence_was_one_type_still_loads():
+    # G2 evidence files written by an earlier kvgate hold the proof's figures as flat fields.
+    old = {"arm": "candidate", "concurrency": 8, "repetition": 0, "ttfts": [1.0],
+           "output_throughput": 10.0, "sent": 1, "errors": 0, "storage_read_tokens": 512.0,
+           "expected_kv_tokens": 512, "device_read_bytes": 4096, "metrics_error": "x",
+           "kv_dir": "/t/kv", "kv_dir_bytes": 8192, "page_cache": "posix_fadvise(DONTNEED)"}
+    r = Repetition.model_validate(old)
+    e = r.evidence
+    assert (e.storage_read_tokens, e.expected_tokens, e.storage.device_bytes) == (512.0, 512, 4096)
+    assert (e.error, e.kv_dir, e.kv_dir_bytes, e.engine) == ("x", "/t/kv", 8192, "candidate")
+    assert e.page_cache_dropped and e.repetitions == 1 and "storage_read_tokens" in old
+    assert Repetition.model_validate_json(r.model_dump_json()) == r

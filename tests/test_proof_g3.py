@@ -11,13 +11,18 @@ import pytest
 from gates.cli import main
 from gates.core import G3Limits, Outcome
 from gates.inference import Repetition, g3_chains, g3_measurements
-from gates.inference.g3storage import storage_proof
 from gates.proof import ProofContext, attribute, chain_measurement, engine_evidence, parse_metrics
+from gates.proof.measurements import storage_proof
 
 DATA = Path(__file__).parent / "data" / "metrics"
 KV = 131072
 EXPECTED = 8192
 NEEDED = EXPECTED * KV
+
+
+def evidence(reps):
+    """Each repetition's probe evidence: what G3's storage measurements take."""
+    return [r.evidence for r in reps]
 
 
 def scrape(names: list[str], when: str, tmp_path: Path) -> Path:
@@ -39,7 +44,7 @@ def repetition(engine: str, before: Path, after: Path, device: int | None,
 def g3_verdict(reps: list[Repetition], kv: int = KV) -> str:
     """G3's verdict on the proof: its storage measurements and the evidence chain together."""
     chains = g3_chains(reps, [], ProofContext(), kv)
-    ms = storage_proof(1, reps, G3Limits(), kv) + [chain_measurement("chain", chains[1])]
+    ms = storage_proof(1, evidence(reps), G3Limits(), kv) + [chain_measurement("chain", chains[1])]
     outcomes = {m.outcome for m in ms}
     if Outcome.FAIL in outcomes:
         return "FAIL"

@@ -38,10 +38,10 @@ def test_a_kept_arm_serves_every_repetition_from_one_process(tmp_path):
     for r in reps:
         # The reset between repetitions and the emptied kv_dir: every probe read its KV from
         # the files of its own repetition's seed, none came from the GPU cache.
-        assert r.errors == 0 and r.storage_read_tokens == r.expected_kv_tokens == 512
-        assert r.gpu_hit_tokens == 0
+        assert r.errors == 0 and r.evidence.storage_read_tokens == r.evidence.expected_tokens == 512
+        assert r.evidence.gpu_hit_tokens == 0
         assert "posix_fadvise(DONTNEED)" in r.page_cache
-        assert r.process_read_bytes is not None
+        assert r.evidence.process_read_bytes is not None
     assert not any((tmp_path / f"r{i}.log").exists() for i in range(2))  # one log: the kept one
 
 

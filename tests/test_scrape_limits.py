@@ -49,6 +49,8 @@ def test_the_probes_prompt_tokens_reach_the_proof(tmp_path):
     # 4 contexts of 20 chunks + 5 tokens, and an 8-token question each (test_phases.plan).
     assert cold.probe_prompt_tokens == 4 * (20 * 16 + 5 + 8)
     rep = repetition("candidate", 2, 0, cold)
-    assert isinstance(rep, Repetition) and rep.probe_prompt_tokens == cold.probe_prompt_tokens
-    assert rep.engine_prompt_tokens == cold.probe_prompt_tokens  # the simulator counts them all
+    assert isinstance(rep, Repetition)
+    assert rep.evidence.probe_prompt_tokens == cold.probe_prompt_tokens
+    # the simulator counts them all
+    assert rep.evidence.engine_prompt_tokens == cold.probe_prompt_tokens
     assert probe_evidence([rep, rep], 1024).probe_prompt_tokens == 2 * cold.probe_prompt_tokens

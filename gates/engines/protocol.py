@@ -123,6 +123,6 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                             f"{exc}{tail}") from None
     rep = repetition(name, concurrency, index, cold).model_copy(update={"cpu": cpu})
     if kv is not None:  # where the KV really is: the files the engine left in its kv_dir
-        rep = rep.model_copy(update={"kv_dir": str(kv.path),
-                                     "kv_dir_bytes": stored_bytes(kv.path)})
+        rep = rep.model_copy(update={"evidence": rep.evidence.model_copy(update={
+            "kv_dir": str(kv.path), "kv_dir_bytes": stored_bytes(kv.path)})})
     return rep

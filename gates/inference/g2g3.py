@@ -26,9 +26,9 @@ from ..proof import (
     chain_measurement,
     probe_chain,
     recompute_row,
+    storage_proof,
 )
 from .comparison import Pair, comparison
-from .g3storage import storage_proof
 from .machine import speed_variation
 from .repetitions import Repetition, probe_evidence
 
@@ -207,7 +207,8 @@ def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition
             note="; ".join(r.error_text for r in group if r.error_text)
             or f"{sum(r.sent for r in group)} requests sent"))
         out += comparison(c, level, limits, decision, time_spent)
-        out += storage_proof(c, group, limits, kv_bytes_per_token)
+        out += storage_proof(c, [r.evidence for r in group], limits, kv_bytes_per_token,
+                             [r.restore_gbps for r in group])
         out.append(G3["g3.evidence_chain"].stamp(chain_measurement("", chains[c]), c))
         if c in rec_by:
             out += recompute_reference(c, group, rec_by[c])
@@ -228,9 +229,10 @@ def level_chain(cand: list[Repetition], recompute: list[Repetition], proof: Proo
     """The evidence chain of one level's candidate probes (and its recompute arm's)."""
     evidence = probe_evidence(cand, kv_bytes_per_token)
     signals = probe_chain(evidence, proof)
-    watched = [r for r in recompute if r.device_read_bytes is not None]
+    watched = [d for r in recompute if r.evidence.storage is not None
+               and (d := r.evidence.storage.device_bytes) is not None]
     if watched:
-        reads = StorageReads(device_bytes=sum(r.device_read_bytes for r in watched))
+        reads = StorageReads(device_bytes=sum(watched))
         per_rep = evidence.expected_bytes / max(evidence.repetitions, 1) \
             if evidence.expected_bytes else None
         signals.append(recompute_row(reads, per_rep * len(watched) if per_rep else None))

@@ -9,7 +9,6 @@ from .generator import (
     LoadSettings,
     PlannedLike,
     payload,
-    request_record,
     run_phase,
     send,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "mooncake_replay",
     "multi_turn",
     "payload",
-    "request_record",
     "run_phase",
     "send",
     "shared_prefix",

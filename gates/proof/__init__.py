@@ -3,7 +3,6 @@ storage-side counters, the evidence chain and its controls, and the server's ide
 
 from .attribution import StorageAttribution, attribute, detect_engine, families
 from .chain import engine_evidence, labelled_ranks, probe_chain, recompute_row
-from .chainrows import GPU_HIT_MAX
 from .counters import StorageReads, SysfsCounters, double_counted, storage_reads
 from .disks import (
     AttributionError,
@@ -14,6 +13,7 @@ from .disks import (
 )
 from .evidence import Signal, chain_measurement, evidence_table, judge_chain
 from .identity import ServerIdentity, server_identity
+from .measurements import storage_proof
 from .probe import ProbeEvidence, ProofContext
 from .promtext import (
     MAX_EXPOSITION,
@@ -27,7 +27,6 @@ from .promtext import (
 __all__ = [
     "AttributionError",
     "DiskCounters",
-    "GPU_HIT_MAX",
     "MAX_EXPOSITION",
     "MetricSet",
     "MetricsParseError",
@@ -56,5 +55,6 @@ __all__ = [
     "recompute_row",
     "restore_gbps",
     "server_identity",
+    "storage_proof",
     "storage_reads",
 ]

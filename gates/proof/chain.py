@@ -19,7 +19,7 @@ from .probe import ProbeEvidence, ProofContext
 
 
 def engine_evidence(a: StorageAttribution) -> dict:
-    """The proof's fields an engine's attribution gives (ProbeEvidence's and Repetition's)."""
+    """The ProbeEvidence fields an engine's attribution gives (the rest come from the probe)."""
     return {"storage_read_tokens": a.storage_read_tokens,
             "storage_read_bytes": a.storage_read_bytes, "gpu_hit_tokens": a.gpu_hit_tokens,
             "engine_prompt_tokens": a.prompt_tokens,

@@ -1,6 +1,7 @@
 """G3's storage-read measurements: the engine's counters, GPU hits, devices, the process. Pure.
 
-Each is one signal of the evidence chain (gates.proof.chain) kept as its own measurement, so
+Each takes the probes' evidence, one ProbeEvidence per repetition (Repetition.evidence), and
+is one signal of the evidence chain (gates.proof.chain) kept as its own measurement, so
 the summary and earlier readers find the figures they always had. They apply the chain's own
 rules and references (chainrows), so none is more lenient or stricter than the chain, which G3
 judges them with and `kvgate proof` prints alone.
@@ -8,23 +9,39 @@ judges them with and `kvgate proof` prints alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import reduce
+from operator import add
+
 from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
-from ..proof import GPU_HIT_MAX
-from .repetitions import Repetition, probe_evidence
+from .chainrows import GPU_HIT_MAX
+from .probe import ProbeEvidence
 
 PROOF_FAILED = "KV did not come from the candidate storage"
 
 
-def references(cand: list[Repetition],
+def references(cand: Sequence[ProbeEvidence],
                kv_bytes_per_token: int | None) -> list[tuple[float, str]]:
     """Every figure the storage side is held against, as the evidence chain holds it."""
-    return probe_evidence(cand, kv_bytes_per_token).storage_references()
+    if not cand:
+        return []
+    total = reduce(add, cand)
+    return total.model_copy(update={"kv_bytes_per_token": kv_bytes_per_token}) \
+        .storage_references()
 
 
-def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
-                  kv_bytes_per_token: int | None = None) -> list[Measurement]:
-    """The candidate's probe read its KV from storage, not from the GPU cache."""
-    expected = sum(r.expected_kv_tokens for r in cand)
+def _device(p: ProbeEvidence) -> int | None:
+    return None if p.storage is None else p.storage.device_bytes
+
+
+def storage_proof(c: int, cand: Sequence[ProbeEvidence], limits: G3Limits,
+                  kv_bytes_per_token: int | None = None,
+                  restore_gbps: Sequence[float | None] = ()) -> list[Measurement]:
+    """The candidate's probe read its KV from storage, not from the GPU cache.
+
+    ``restore_gbps``: each repetition's effective restore rate, for the note.
+    """
+    expected = sum(r.expected_tokens for r in cand)
     reads = [r.storage_read_tokens for r in cand]
     gpu = [r.gpu_hit_tokens for r in cand]
     fraction_limit = Limit.at_least(limits.storage_read_fraction_min, "%",
@@ -50,7 +67,7 @@ def storage_proof(c: int, cand: list[Repetition], limits: G3Limits,
     for m in (read, hits, disk, *own):
         if m.outcome is Outcome.FAIL:
             m.note = f"{PROOF_FAILED}: {m.note}"
-    gbps = [r.restore_gbps for r in cand if r.restore_gbps]
+    gbps = [g for g in restore_gbps if g]
     if gbps and read.outcome is not Outcome.ERROR:
         read.note += f"; effective KV restore {median(gbps):.3g} GB/s (median)"
     return [read, hits, disk, *own]
@@ -75,12 +92,12 @@ def _held(declared, c: int, value: float, refs: list[tuple[float, str]], limit: 
     return m
 
 
-def device_reads(c: int, cand: list[Repetition], limit: Limit,
+def device_reads(c: int, cand: Sequence[ProbeEvidence], limit: Limit,
                  refs: list[tuple[float, str]] | None = None) -> Measurement:
     """The KV devices' own read bytes rose by what the probes read (no page cache)."""
     declared = G3["g3.device_reads"]
     refs = references(cand, None) if refs is None else refs
-    device = [r.device_read_bytes for r in cand]
+    device = [_device(r) for r in cand]
     if any(d is None for d in device):
         return declared.not_applicable("no block device to watch: name the array's devices in "
                                        "site.toml [topology] devices", at=c)
@@ -91,7 +108,7 @@ def device_reads(c: int, cand: list[Repetition], limit: Limit,
                  "devices read (a page-cache hit reads no device):")
 
 
-def process_reads(c: int, cand: list[Repetition], limit: Limit,
+def process_reads(c: int, cand: Sequence[ProbeEvidence], limit: Limit,
                   refs: list[tuple[float, str]] | None = None) -> Measurement:
     """The engine's processes made the storage layer read what the probes needed."""
     declared = G3["g3.process_reads"]
