@@ -23,8 +23,7 @@ from test_g2g3_e2e import passed_g1
 VLLM_CONTEXT = 1025  # 8 whole 128-token blocks + 1: ExampleConnector stores (n - 1) // 128 * 128
 
 
-def llamacpp_site(target: Path) -> str:
-    """The site of the llama.cpp e2e run: two slots, four 1,024-token contexts."""
+def _site_head(target: Path) -> str:
     return f"""
 [site]
 name = "e2e site"                      # passed_g1 writes the G1 record of this site
@@ -33,6 +32,12 @@ directory = "{target}"
 create = true
 [fio]
 file_size = "16MiB"
+"""
+
+
+def llamacpp_site(target: Path) -> str:
+    """The site of the llama.cpp e2e run: two slots, four 1,024-token contexts."""
+    return _site_head(target) + """
 [engine]
 prefer = "llamacpp"
 slots = 2
@@ -50,14 +55,7 @@ warmup = 1
 
 def vllm_site(target: Path) -> str:
     """The site of the vLLM e2e run: one thread, eight contexts of VLLM_CONTEXT tokens."""
-    return f"""
-[site]
-name = "e2e site"                      # passed_g1 writes the G1 record of this site
-[target]
-directory = "{target}"
-create = true
-[fio]
-file_size = "16MiB"
+    return _site_head(target) + f"""
 [engine]
 prefer = "vllm"
 [engine.vllm]
