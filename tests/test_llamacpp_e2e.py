@@ -32,7 +32,8 @@ C = "@ concurrency 1"
 def world(tmp_path_factory, repo):
     """A passing G1 record, a thresholds file for a small run, and the site file."""
     root = tmp_path_factory.mktemp("llamacpp-e2e")
-    return engine_world(root, repo, llamacpp_site(root / "target"))
+    with engine_world(root, repo, llamacpp_site) as world:
+        yield world
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from _engine_e2e import VLLM_CONTEXT, engine_world, g2_on, g3_on, vllm_site
+from _engine_e2e import VLLM_CONTEXT, engine_world, g2_on, g3_on, target, vllm_site
 from test_g2g3_e2e import outcomes
 
 from gates.engines.vllm import find_vllm
@@ -32,7 +32,8 @@ CONTEXT = VLLM_CONTEXT
 def world(tmp_path_factory, repo):
     """A passing G1 record, a thresholds file for a small run, and the site file."""
     root = tmp_path_factory.mktemp("vllm-e2e")
-    return engine_world(root, repo, vllm_site(root / "target"))
+    with engine_world(root, repo, vllm_site) as world:
+        yield world
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_g3_loads_the_kv_from_connector_files_on_the_target(g3, world):
     assert ms[f"KV tokens read from the candidate storage {C}"]["value"] == 100
     assert ms[f"KV tokens served from the GPU cache during the probe {C}"]["value"] == 0
     assert "posix_fadvise(DONTNEED)" in g3["facts"]["page cache before each probe"]
-    assert str(world / "target" / "kv-vllm-candidate") in g3["facts"]["engine"]
+    assert str(target(world) / "kv-vllm-candidate") in g3["facts"]["engine"]
 
 
 def test_g3_evidence_chain_agrees(g3):
