@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from _edits import edited
 
 from gates.cli import main, suites_for, summary_exit_code
 from gates.core import GateRecord, Measurement, Outcome
@@ -29,7 +30,8 @@ def test_config_check_prints_resolved_configuration(repo, capsys, monkeypatch):
 
 def test_config_check_names_file_and_key_of_a_typo(tmp_path, repo, capsys):
     site = tmp_path / "site.toml"
-    site.write_text((repo / "site.toml").read_text().replace("min_free", "min_fre"))
+    site.write_text(edited((repo / "site.toml").read_text(), "min_free", "min_fre",
+                           where="site.toml", count=None))
     code = main(["config", "check", "--site", str(site), "--thresholds",
                  str(repo / "thresholds.toml")])
     err = capsys.readouterr().err
@@ -77,13 +79,12 @@ def _run_g1(tmp_path, site_text, thresholds):
 def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     """Real fio on a temporary directory; one impossible limit, the rest relaxed for stability."""
     thresholds = (repo / "thresholds.toml").read_text()
-    thresholds = thresholds.replace('seq_read_bw_min = "50 MB/s"', 'seq_read_bw_min = "1000 TB/s"')
-    thresholds = thresholds.replace('steady_state_spread_max = "20 %"',
-                                    'steady_state_spread_max = "1000 %"')
-    thresholds = thresholds.replace('steady_state_slope_max = "10 %"',
-                                    'steady_state_slope_max = "1000 %"')
-    thresholds = thresholds.replace("steady_state_required = true", "steady_state_required = false")
-    thresholds = thresholds.replace("randread_4k_iops_min = 1000", "randread_4k_iops_min = 1")
+    for old, new in (('seq_read_bw_min = "50 MB/s"', 'seq_read_bw_min = "1000 TB/s"'),
+                     ('steady_state_spread_max = "20 %"', 'steady_state_spread_max = "1000 %"'),
+                     ('steady_state_slope_max = "10 %"', 'steady_state_slope_max = "1000 %"'),
+                     ("steady_state_required = true", "steady_state_required = false"),
+                     ("randread_4k_iops_min = 1000", "randread_4k_iops_min = 1")):
+        thresholds = edited(thresholds, old, new, where="thresholds.toml")
     (tmp_path / "thresholds.toml").write_text(thresholds)
     done, record = _run_g1(tmp_path, tiny_site(tmp_path / "target"), tmp_path / "thresholds.toml")
     assert done.returncode == 1, done.stdout + done.stderr

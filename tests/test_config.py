@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from _edits import edited
 
 from gates.core import ConfigError, load_site
 from gates.core.config import load_thresholds
@@ -325,8 +326,8 @@ def test_runtime_shorter_than_ramp_and_window_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize("host", ["", " 10.0.0.1", "a,b", "a b"])
 def test_fio_hosts_must_be_plain_names(tmp_path, repo, host):
     site = tmp_path / "site.toml"
-    text = (repo / "site.toml").read_text().replace('binary = "fio"',
-                                                    f'binary = "fio"\nhosts = ["{host}"]')
+    text = edited((repo / "site.toml").read_text(), 'binary = "fio"',
+                  f'binary = "fio"\nhosts = ["{host}"]', where="site.toml")
     site.write_text(text)
     with pytest.raises(ConfigError) as err:
         load_site(site)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -193,8 +194,8 @@ def test_an_unknown_limits_profile_is_the_site_files_error(tmp_path, repo, capsy
 
 def test_the_profile_message_keeps_its_brackets_in_a_real_shell(tmp_path, repo):
     site = tmp_path / "site.toml"
-    site.write_text((repo / "site.toml").read_text().replace(
-        'limits_profile = "demo"', 'limits_profile = "nope"'))
+    site.write_text(edited((repo / "site.toml").read_text(), 'limits_profile = "demo"',
+                           'limits_profile = "nope"', where="site.toml"))
     done = subprocess.run([sys.executable, "-m", "gates.cli", "config", "check", "--site",
                            str(site), "--thresholds", str(repo / "thresholds.toml")],
                           capture_output=True, text=True, timeout=120)

@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _edits import edited
 
 from gates.core import SHORTENED, RequestOutcome, RequestRecord
 from gates.options import RunOptions
@@ -58,8 +59,8 @@ def open_session(root: Path, g4: str = "", soak: str = "", **options) -> GateSes
     root.mkdir(parents=True, exist_ok=True)
     text = (REPO / "thresholds.toml").read_text()
     if g4:  # the case as reported: the thresholds file's own duration, a tiny window
-        text = text.replace('duration = "72h"', f'duration = "{g4}"', 1).replace(
-            'window = "5m"', 'window = "20s"', 1)
+        text = edited(text, 'duration = "72h"', f'duration = "{g4}"', where="thresholds.toml")
+        text = edited(text, 'window = "5m"', 'window = "20s"', where="thresholds.toml")
     (root / "thresholds.toml").write_text(text)
     (root / "site.toml").write_text(site_text(soak))
     return GateSession.open(RunOptions(site=root / "site.toml", thresholds=root / "thresholds.toml",

@@ -13,9 +13,9 @@ from gates.loadgen import (
     ResponseStream,
     SSEProtocolError,
     payload,
-    request_record,
 )
 from gates.loadgen.chunks import classify
+from gates.loadgen.generator import request_record
 
 # One streamed chunk as vLLM 0.32.0's completion server writes it with return_token_ids and
 # logprobs = 1 (vllm/entrypoints/openai/completion/serving.py), captured from the CPU build.

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,7 +41,8 @@ def test_the_suggested_count_is_inside_a_wave_at_every_level(levels, start):
 
 
 def test_config_check_warns_and_still_accepts(tmp_path, repo):
-    site = (repo / "site.toml").read_text().replace("\ncontexts = 17 ", "\ncontexts = 16 ")
+    site = edited((repo / "site.toml").read_text(), "\ncontexts = 17 ", "\ncontexts = 16 ",
+                  where="site.toml")
     (tmp_path / "site.toml").write_text(site)
     done = subprocess.run([sys.executable, "-m", "gates.cli", "config", "check", "--site",
                            str(tmp_path / "site.toml"), "--thresholds",
