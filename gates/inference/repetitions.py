@@ -8,7 +8,7 @@ from pydantic import BaseModel, model_validator
 
 from ..core import percentile
 from ..loadgen import CpuUse, summarize
-from ..proof import ProbeEvidence, StorageReads, engine_evidence
+from ..proof import ProbeEvidence, StorageReads, engine_evidence, level_evidence
 from .machine import CpuReference
 from .phases import ColdRecovery
 
@@ -113,7 +113,4 @@ def probe_of(arm: str, cold: ColdRecovery) -> ProbeEvidence:
 
 def probe_evidence(reps: list[Repetition], kv_bytes_per_token: int | None) -> ProbeEvidence:
     """The evidence of a level's probes, for the storage-read proof."""
-    total = ProbeEvidence()
-    for r in reps:
-        total = r.evidence if not total.repetitions else total + r.evidence
-    return total.model_copy(update={"kv_bytes_per_token": kv_bytes_per_token})
+    return level_evidence([r.evidence for r in reps], kv_bytes_per_token)

@@ -24,8 +24,9 @@ from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from .sse import SSEProtocolError
 from .stream import ResponseStream
 
-# For aiohttp readers elsewhere (llama.cpp's slot runner): 100K-token responses must not
-# throttle on a small buffer. The load generator's own connections read what the loop delivers.
+# For aiohttp and asyncio-stream readers elsewhere (the benchmarks' peers, llama.cpp's slot
+# actions): a 100K-token response must not throttle on a small buffer. The load generator's own
+# connections read what the loop delivers.
 READ_BUFFER = 4 * 1024 * 1024
 
 

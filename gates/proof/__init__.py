@@ -14,7 +14,7 @@ from .disks import (
 from .evidence import Signal, chain_measurement, evidence_table, judge_chain
 from .identity import ServerIdentity, server_identity
 from .measurements import storage_proof
-from .probe import ProbeEvidence, ProofContext
+from .probe import ProbeEvidence, ProofContext, level_evidence
 from .promtext import (
     MAX_EXPOSITION,
     MetricSet,
@@ -49,6 +49,7 @@ __all__ = [
     "is_openmetrics",
     "judge_chain",
     "labelled_ranks",
+    "level_evidence",
     "merge_targets",
     "parse_metrics",
     "probe_chain",

@@ -10,12 +10,10 @@ judges them with and `kvgate proof` prints alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
-from operator import add
 
 from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
 from .chainrows import GPU_HIT_MAX
-from .probe import ProbeEvidence
+from .probe import ProbeEvidence, level_evidence
 
 PROOF_FAILED = "KV did not come from the candidate storage"
 
@@ -23,11 +21,7 @@ PROOF_FAILED = "KV did not come from the candidate storage"
 def references(cand: Sequence[ProbeEvidence],
                kv_bytes_per_token: int | None) -> list[tuple[float, str]]:
     """Every figure the storage side is held against, as the evidence chain holds it."""
-    if not cand:
-        return []
-    total = reduce(add, cand)
-    return total.model_copy(update={"kv_bytes_per_token": kv_bytes_per_token}) \
-        .storage_references()
+    return level_evidence(cand, kv_bytes_per_token).storage_references()
 
 
 def _device(p: ProbeEvidence) -> int | None:

@@ -11,6 +11,7 @@ Pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt, model_validator
@@ -124,3 +125,12 @@ class ProofContext(BaseModel):
             raise ValueError(f"band {lo:g}-{hi:g} %: the storage side's band must hold 100 % "
                              "and start above 0 %")
         return self
+
+
+def level_evidence(probes: Sequence[ProbeEvidence],
+                   kv_bytes_per_token: int | None) -> ProbeEvidence:
+    """A level's probes added up (ProbeEvidence.__add__), held at the level's KV bytes/token."""
+    total = ProbeEvidence()
+    for p in probes:
+        total = p if not total.repetitions else total + p
+    return total.model_copy(update={"kv_bytes_per_token": kv_bytes_per_token})
