@@ -1,11 +1,12 @@
 # The two commands of the README:
 #   make demo   installs what kvgate needs and runs every gate on the embedded default
 #   make test   installs what the tests need and runs kvgate's own test suite
+#   make check  the same suite without the real engines' end-to-end runs (minutes, not 20)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench mutants tools browser engine clean
+.PHONY: demo test check bench mutants tools browser engine clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -74,6 +75,12 @@ demo: tools $(BIN)/kvgate
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
 test: tools browser engine $(VENV)/.test-extras
 	@$(BIN)/python -m pytest -n 2 --dist loadfile; code=$$?; \
+	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
+
+# The developer's loop: every test but the real engines' end-to-end runs (marker real_engine,
+# tests/conftest.py), in under 5 minutes on a quiet 2-core machine. `make test` is complete.
+check: tools $(VENV)/.test-extras
+	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not real_engine"; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # Benchmarks print tables; they are not tests and assert nothing about speed. decision_risk.py

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .checklist import add_checklist_commands, checklist_command
+from .checklist import add_checklist_commands, checklist_command, unknown_checklist
 from .commands import (
     add_bundle_commands,
     add_engine_commands,
@@ -44,10 +44,10 @@ from .core import (
     shipped,
     workload_warnings,
 )
-from .options import RunConfig, RunOptions, add_run_options
+from .options import RunConfig, RunOptions, add_run_options, input_file
 from .plugin import PresetRun
 from .soak import add_soak_commands, soak_command
-from .store import BundleError, Store, new_run_id, write_bundle
+from .store import BundleError, Store, StoreError, new_run_id, write_bundle
 
 EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 blocked"
 
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "inventory", help="collect and print the site inventory (RAID, filesystem, NVMe, NICs)",
         epilog="examples:\n  kvgate inventory\n  kvgate inventory --site my-site.toml --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    inventory.add_argument("--site", type=Path, default=Path("site.toml"),
+    inventory.add_argument("--site", type=input_file, default=Path("site.toml"),
                            help="site file (default: ./site.toml)")
     inventory.add_argument("--json", action="store_true", help="machine-readable output")
     add_inference_commands(commands)
@@ -121,6 +121,21 @@ def config_check(args: argparse.Namespace, console: Console) -> int:
     say_embedded(config, console)
     site, site_file, thresholds, th_file = (config.site, config.site_file, config.thresholds,
                                             config.thresholds_file)
+    # Names only the model room reads, which the run trips on after G1 (the pre-flight, G2's KV
+    # sizing, the summary's prices): read here with the run's own readers.
+    from .model import SHIPPED_CATALOG, CatalogError, kv_geometry, load_catalog
+    problems, sizing, catalog = [], site.sizing, site.site.catalog or SHIPPED_CATALOG
+    try:
+        kv_geometry(sizing.model, sizing.dtype, sizing.tp)
+        names = [a.name for a in load_catalog(catalog).arrays]
+        if site.site.array and site.site.array not in names:
+            problems.append(f"key 'site.array': {site.site.array!r} is not in the catalogue "
+                            f"{catalog} (it has {', '.join(names)}): write one of them, or \"\"")
+    except (ValueError, OSError) as exc:  # ModelError, CatalogError: each names its file
+        key = "site.catalog" if isinstance(exc, CatalogError) else "sizing.model"
+        problems.append(f"key '{key}': {exc}")
+    if problems:
+        raise ConfigError(site_file.path, problems)
     console.print(f"[green]OK[/] {site_file.path} (SHA-256 {site_file.sha256[:16]}…)")
     console.print(f"[green]OK[/] {th_file.path} revision {thresholds.meta.revision} "
                   f"(SHA-256 {th_file.sha256[:16]}…)"
@@ -136,7 +151,8 @@ def say_embedded(config: RunConfig, console: Console) -> None:
     """Tell the user when kvgate's own default files stand in for ./site.toml, thresholds."""
     for path in config.embedded:
         console.print(f"no {Path(path).name} here: using kvgate's embedded default {path} "
-                      f"(relative paths in the current folder {Path.cwd()})", highlight=False)
+                      f"(relative paths in the current folder {Path.cwd()})", highlight=False,
+                      markup=False)
 
 
 def summary_exit_code(records: list[GateRecord], requested: list[str] | None = None) -> int:
@@ -161,7 +177,7 @@ def print_summary(records: list[GateRecord], out: Path, console: Console) -> Non
         counts = ", ".join(f"{n} {o}" for o, n in r.counts().items())
         incomplete = any(m.note.startswith(INCOMPLETE) for m in r.measurements)
         table.add_row(r.title, r.verdict.value + (f" ({INCOMPLETE})" if incomplete else ""),
-                      counts, str(out / r.run_id / f"{r.gate}.html"))
+                      counts, escape(str(out / r.run_id / f"{r.gate}.html")))
     console.print(table)
 
 
@@ -170,6 +186,9 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
     import pytest
 
     options = RunOptions.from_namespace(args)
+    if options.checklist_id and (problem := unknown_checklist(options.out, options.checklist_id)):
+        console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
+        return EXIT_CODES[Outcome.ERROR]
     options.run_id = options.run_id or new_run_id()
     config = RunConfig.load(options)  # validated once, before pytest, and handed to the session
     say_embedded(config, console)
@@ -212,7 +231,7 @@ def print_outputs(out: Path, run_id: str, console: Console) -> None:
     except (BundleError, ValueError, OSError) as exc:
         lines.append(("evidence bundle", f"not written: {exc}"))
     for label, where in lines:
-        console.print(f"{label:>20}: {where}", highlight=False)
+        console.print(f"{label:>20}: {where}", highlight=False, markup=False)
 
 
 def record_schema() -> dict:
@@ -226,6 +245,12 @@ def record_schema() -> dict:
                                  "record_sha256", "verdict"})
     schema["$id"] = f"urn:kvgate:gate-record:{__version__}"
     return schema
+
+
+# The commands that take their arguments alone.
+VERBS = {"engine": engine_command, "checklist": checklist_command, "proof": proof_command,
+         "bundle": bundle_command, "verify": verify_command, "waive": waive_command,
+         "key": key_command, "model": model_command, "loadgen": loadgen, "sim": sim_serve}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,35 +267,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             print(json.dumps(record_schema(), indent=2))
             return 0
-        if args.command == "engine":
-            return engine_command(args)
-        if args.command == "checklist":
-            return checklist_command(args)
-        if args.command == "proof":
-            return proof_command(args)
-        if args.command == "bundle":
-            return bundle_command(args)
-        if args.command == "verify":
-            return verify_command(args)
-        if args.command == "waive":
-            return waive_command(args)
-        if args.command == "key":
-            return key_command(args)
+        if args.command in VERBS:
+            return VERBS[args.command](args)
         if args.command == "soak":
             return soak_command(args, console, run_gates)
         if args.command == "inventory":
             return inventory_command(args.site, args.json)
-        if args.command == "model":
-            return model_command(args)
-        if args.command == "loadgen":
-            return loadgen(args)
-        if args.command == "sim":
-            return sim_serve(args)
         return run_gates(args, console)
     except ConfigError as exc:
         # The message is text, not markup: "[profiles]" and "[site]" must reach the user.
         Console(stderr=True, soft_wrap=True).print(f"[red]configuration error:[/] "
                                                    f"{escape(str(exc))}", highlight=False)
+        return EXIT_CODES[Outcome.ERROR]
+    except StoreError as exc:  # its message names the store file, the cause and what to do
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}",
+                                                   highlight=False)
         return EXIT_CODES[Outcome.ERROR]
 
 

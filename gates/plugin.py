@@ -9,7 +9,6 @@ import contextlib
 import html
 import importlib.util
 import re
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from .options import RunConfig, RunOptions, add_run_options
 from .report import format_value, write_summary
 from .session import GateSession
 from .storage import TargetBusy
+from .store import StoreError
 
 MARKERS = {"gate": "a gate check (runs only with -m gate / -m g1 … g4)",
            **{g: f"a check of {GATE_TITLES[g]}" for g in GATES}}
@@ -133,7 +133,7 @@ def gate_session(config: pytest.Config) -> GateSession:
             pytest.exit(f"configuration error: {exc}", returncode=2)
         except TargetBusy as exc:  # its own line says who holds the target and what to do
             pytest.exit(str(exc), returncode=2)
-        except (FileExistsError, ValueError, sqlite3.Error) as exc:
+        except (FileExistsError, ValueError, StoreError) as exc:
             pytest.exit(f"cannot start the run in {options.out}: {exc}", returncode=2)
         config.stash[SESSION_KEY] = session
     return session
@@ -144,7 +144,11 @@ def record_measurement(item: pytest.Item, measurement: Measurement) -> None:
     gate = item_gate(item)
     if gate is None:
         raise pytest.UsageError(f"{item.nodeid}: a gate check needs a g1…g4 marker")
-    gate_session(item.config).record(gate, measurement)
+    try:
+        gate_session(item.config).record(gate, measurement)
+    except StoreError as exc:  # the run's record could not hold it: stop, and say why
+        pytest.exit(f"{gate.upper()}: a measurement could not be stored, so the run stops: {exc}",
+                    returncode=2)
     item.stash[RECORDED_KEY] = True
     item.user_properties.extend(measurement_properties(measurement))
 
@@ -236,6 +240,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for gate in requested:
         gate_run.expect(gate, checks.not_run(gate))
     writer = session.config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        _finish(gate_run, writer)
+    except (StoreError, OSError) as exc:  # a full disk, a read-only mount: said, exit 2
+        pytest.exit(f"the run's gate records could not be stored: {exc}", returncode=2)
+    finally:
+        gate_run.store.close()
+
+
+def _finish(gate_run: GateSession, writer) -> None:
     finished = gate_run.finish()
     for record, files in finished:
         if writer:
@@ -251,7 +264,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                                 profile_description=gate_run.thresholds.profile_description)
         if writer:
             writer.write_line(f"Procurement summary: {summary['html']}")
-    gate_run.store.close()
 
 
 def terminal_visible(config: pytest.Config):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import __version__
 from .binding import BINDING_FACT, binding_deviations, site_binding
-from .checklist import ChecklistStore
+from .checklist import ChecklistStore, unknown_checklist
 from .core import (
     CHECKOUT,
     DECLARED,
@@ -39,10 +39,10 @@ from .store import Store, new_run_id, utc_now
 
 def source_commit() -> str:
     """The git commit kvgate runs from ("+dirty" with local changes), or "unknown"."""
-    repo = CHECKOUT
     try:
-        found = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty=+dirty",
-                                "--abbrev=12"], capture_output=True, text=True, timeout=10)
+        found = subprocess.run(["git", "-C", str(CHECKOUT), "describe", "--always",
+                                "--dirty=+dirty", "--abbrev=12"], capture_output=True,
+                               text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "unknown"
@@ -60,8 +60,7 @@ def upstream_problem(store: Store, gate: str, site: str) -> tuple[UpstreamRef | 
     ref = UpstreamRef(gate=before, run_id=record.run_id, verdict=record.verdict,
                       record_sha256=digest)
     if record.verdict is not Outcome.PASS:
-        return ref, (f"{before.upper()} did not pass (run {record.run_id}: "
-                     f"{record.verdict.value})")
+        return ref, f"{before.upper()} did not pass (run {record.run_id}: {record.verdict.value})"
     return ref, ""
 
 
@@ -96,19 +95,27 @@ class GateSession:
     def open(cls, options: RunOptions, config: RunConfig | None = None) -> GateSession:
         """Open the store and register the run; the configuration is loaded unless handed in."""
         config = config or RunConfig.load(options)
-        site, site_file = config.site, config.site_file
-        thresholds, thresholds_file = config.thresholds, config.thresholds_file
         signer = configured_signer()  # a bad $KVGATE_SIGNING_KEY stops the run before it starts
+        if problem := options.checklist_id and unknown_checklist(options.out, options.checklist_id):
+            raise ValueError(problem)  # `pytest -m g1 --checklist-id X` too, not only kvgate run
         run_id = options.run_id or new_run_id()
         # One run at a time on a target, for the run's whole length (TargetBusy says who has it).
-        lock = lock_target(site.target, run_id, utc_now(), site.fio.binary)
+        lock = lock_target(config.site.target, run_id, utc_now(), config.site.fio.binary)
         try:
-            store = Store(options.out)
-        except BaseException:
+            return cls._registered(options, config, run_id, signer, lock)
+        except BaseException:  # no store, or no run registered (a full disk, a run id taken)
             if lock:
                 lock.release()
             raise
-        session = cls(options, site, thresholds, site_file, thresholds_file, store, run_id)
+
+    @classmethod
+    def _registered(cls, options: RunOptions, config: RunConfig, run_id: str, signer,
+                    lock) -> GateSession:
+        """The session with its store open and its run registered (or resumed)."""
+        site, thresholds = config.site, config.thresholds
+        store = Store(options.out)
+        session = cls(options, site, thresholds, config.site_file, config.thresholds_file,
+                      store, run_id)
         session.signer, session.target_lock = signer, lock
         session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
                                  "platform": platform.platform(),
@@ -117,9 +124,9 @@ class GateSession:
             # `kvgate soak resume`: G4 goes on in the run its soak began in, which exists.
             (store.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
             return session
-        store.begin_run(run_id, site.site.name, site_sha256=site_file.sha256,
+        store.begin_run(run_id, site.site.name, site_sha256=config.site_file.sha256,
                         thresholds_revision=thresholds.meta.revision,
-                        thresholds_sha256=thresholds_file.sha256,
+                        thresholds_sha256=config.thresholds_file.sha256,
                         limits_profile=thresholds.profile,
                         tool_versions=session.tool_versions)
         return session
@@ -262,8 +269,7 @@ class GateSession:
         record = GateRecord(
             gate=gate, run_id=self.run_id, site=self.site.site.name,
             started=self.started[gate], finished=utc_now(),
-            measurements=measurements,
-            thresholds_revision=self.thresholds.meta.revision,
+            measurements=measurements, thresholds_revision=self.thresholds.meta.revision,
             thresholds_sha256=self.thresholds_file.sha256,
             site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
             tool_versions=self.tool_versions, upstream=upstream,

@@ -50,7 +50,8 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
          for c, signals in chains.items()})
     out = g3_measurements(g3_pairs.pairs, recompute, kvgate.thresholds.g3,
                           kvgate.thresholds.decision, chains,
-                          kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent)
+                          kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent,
+                          set_aside=g3_pairs.set_aside)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")
@@ -89,6 +90,10 @@ def test_kv_came_from_the_candidate_storage(g3, check):
                 "g3.device_reads", "g3.evidence_chain"))
 
 
+def test_kv_files_read_back_as_stored(g3, check):
+    check(*pick(g3, "g3.kv_read_back"))
+
+
 def test_speedup_over_recompute(g3, check):
     check(*pick(g3, "g3.ttft_speedup_vs_recompute", "g3.throughput_speedup_vs_recompute"))
 
@@ -107,4 +112,4 @@ def test_outputs_match_recompute(g3_correctness, kvgate, check):
             return check(declared.error(runs.error))
     limits = kvgate.thresholds.g3
     check(correctness(candidate.reps[0], recompute.reps[0], limits.correctness_tokens,
-                      limits.correctness_logprob_gap_max))
+                      limits.correctness_logprob_gap_max, limits.correctness_tie_logprob_max))

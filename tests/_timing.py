@@ -10,6 +10,7 @@ plain AssertionError and is not retried.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from gates.inference import Repetition
@@ -21,6 +22,35 @@ G3_REPS = "evidence/g3-candidate-repetitions.json"
 
 class TimingFailure(AssertionError):
     """A timing check failed; the message names what else used the CPU meanwhile."""
+
+
+class AcceptedUnfair(UserWarning):
+    """A timing verdict the machine gave no fair chance, accepted by a test with the reason."""
+
+
+ACCEPTED = "accepted_unfair"  # the record's key listing what its tests accepted, and why
+PROPERTY = "accepted_inconclusive"  # the JUnit property naming it
+RUNNING: list = []  # the test pytest is running (tests/conftest.py keeps it): it is marked
+
+
+def accept_unfair(record: dict, why: str) -> None:
+    """Accept a not-PASS timing verdict of ``record`` for ``why``, visibly, never silently.
+
+    Said three ways: a warning; the running test, and every later test handed the record,
+    carries the reason as a JUnit <property name="accepted_inconclusive">; and the terminal
+    summary lists them (tests/conftest.py).
+    """
+    if why not in record.setdefault(ACCEPTED, []):
+        record[ACCEPTED].append(why)
+    for item in RUNNING:
+        mark_accepted(item, why)
+    warnings.warn(AcceptedUnfair(why), stacklevel=2)
+
+
+def mark_accepted(item, why: str) -> None:
+    """The test item carries the accepted reason as a user property (once)."""
+    if (PROPERTY, why) not in item.user_properties:
+        item.user_properties.append((PROPERTY, why))
 
 
 def repetitions(out: Path, record: dict, evidence: str) -> list[Repetition]:
@@ -60,6 +90,24 @@ def g2_failure(out: Path, g2: dict) -> str:
     return "\n  ".join([f"G2 {g2['verdict']} on {kind}:",
                         *(f"{m['name']}: {m['outcome']}: {m['note']}" for m in bad),
                         *cpu_lines(out, g2)])
+
+
+def timing_verdict(out: Path, record: dict, name: str, other_cpu_max: float,
+                   evidence: str = G3_REPS) -> bool:
+    """Whether the timing measurement ``name`` PASSed; a MARGINAL or an ERROR while other
+    processes took more than other_cpu_max % of the CPU (measured in the record's repetitions)
+    is accepted, visibly (accept_unfair), and False; any other outcome fails, saying who
+    used the CPU meanwhile."""
+    m = next(m for m in record["measurements"] if m["name"] == name)
+    if m["outcome"] == "PASS":
+        return True
+    busy = cpu_lines(out, record, evidence)
+    assert m["outcome"] in ("MARGINAL", "ERROR") and contended(
+        out, record, evidence, other_cpu_max), (m["outcome"], m["note"], busy)
+    accept_unfair(record, f"{record['gate'].upper()} {name}: {m['outcome']} ({m['note']}), "
+                  f"while other processes took more than {other_cpu_max:g} % of the CPU: "
+                  + "; ".join(busy))
+    return False
 
 
 def raise_if_timing(out: Path, g2: dict) -> None:

@@ -96,7 +96,7 @@ MUTANTS: list[tuple[str, str, str, str]] = [
      "test_config.py"),
     ("core/strict.py", 'extra="forbid"', 'extra="ignore"', "test_config.py"),
     ("core/settings.py", "if value < ROUNDS:", "if False:", "test_config.py"),
-    ("core/thresholds.py", "Field(default=0.0, ge=0.0, lt=100.0,", "Field(default=0.0,",
+    ("core/thresholds.py", "default=0.0, ge=0.0, lt=100.0,", "default=0.0,",
      "test_config.py"),
     ("core/thresholds.py", "if self.throughput_gain_min > self.throughput_gain_claimed_max:",
      "if False:", "test_config.py"),

@@ -4,7 +4,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _timing import TimingFailure
+from _timing import ACCEPTED, PROPERTY, RUNNING, TimingFailure, mark_accepted
 
 pytest_plugins = ["pytester"]
 
@@ -20,20 +20,31 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "timing: measures time on this machine; retried once when it fails with "
         "TimingFailure (tests/_timing.py), the reason (the CPU other processes took) printed")
+    config.addinivalue_line(
+        "markers", "real_engine: runs a real inference engine (llama.cpp, vLLM) end to end; "
+        "`make test` runs these, `make check` leaves them out")
+    config.addinivalue_line(
+        "markers", "slow: in a file of LONGEST_FIRST (whole gates, a wheel build, loop-device "
+        "filesystems, the browser); `make check` runs them, `pytest -m 'not slow'` does not")
 
 
 # The files that take most of the run (the real engines' and the simulator's end-to-end runs, the
 # wheel, the soak), longest first: `make test` runs the files on two workers (pytest-xdist,
 # --dist loadfile), and a long file started last would run alone at the end.
-LONGEST_FIRST = ("test_vllm_e2e.py", "test_g2g3_e2e.py", "test_llamacpp_e2e.py",
+LONGEST_FIRST = ("test_vllm_e2e.py", "test_g2g3_e2e.py", "test_g3_e2e_failures.py",
+                 "test_llamacpp_e2e.py",
                  "test_wheel.py", "test_soak_runner.py", "test_checklist_cli.py", "test_cli.py",
                  "test_g1.py", "test_xfs_target.py", "test_soak_resume.py", "test_browser.py")
 
 
 def pytest_collection_modifyitems(items):
-    """Whole files in LONGEST_FIRST order, then the rest as collected (a stable sort)."""
+    """Whole files in LONGEST_FIRST order, then the rest as collected (a stable sort); the
+    tests of those files are marked `slow` (`pytest -m "not slow"` leaves them out)."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        if item.path.name in rank:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -54,15 +65,41 @@ def pytest_pyfunc_call(pyfuncitem):
     return True
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    """Keep the running test where _timing.accept_unfair can mark it."""
+    RUNNING[:] = [item]
+    yield
+    RUNNING.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test handed a record whose timing verdict was accepted carries why (_timing)."""
+    if call.when == "call":
+        for value in getattr(item, "funcargs", {}).values():
+            for why in value.get(ACCEPTED, []) if isinstance(value, dict) else []:
+                mark_accepted(item, why)
+    yield
+
+
 def pytest_terminal_summary(terminalreporter):
-    """List every test whose first run failed on timing, with how its second run ended."""
+    """Every test whose first run failed on timing, and every timing verdict accepted."""
+    calls = [r for kind in ("passed", "failed") for r in terminalreporter.stats.get(kind, [])
+             if r.when == "call"]
     retried = [(r.nodeid, r.outcome, dict(r.user_properties)["timing_retry"])
-               for kind in ("passed", "failed") for r in terminalreporter.stats.get(kind, [])
-               if r.when == "call" and "timing_retry" in dict(r.user_properties)]
+               for r in calls if "timing_retry" in dict(r.user_properties)]
     if retried:
         terminalreporter.section("timing tests run twice (the first run failed on timing)")
         for nodeid, outcome, why in retried:
             terminalreporter.line(f"{nodeid}: {outcome.upper()} on the retry; first run {why}")
+    accepted = [(r.nodeid, r.outcome, why) for r in calls
+                for name, why in r.user_properties if name == PROPERTY]
+    if accepted:
+        terminalreporter.section("timing verdicts accepted as INCONCLUSIVE (the machine gave "
+                                 "them no fair chance)")
+        for nodeid, outcome, why in accepted:
+            terminalreporter.line(f"{nodeid} ({outcome.upper()}) accepted: {why}")
 
 
 @pytest.fixture(autouse=True)

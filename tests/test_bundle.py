@@ -164,6 +164,38 @@ def test_hostile_archives_are_refused_whole(tmp_path, make, said):
     assert not (tmp_path / "escaped.txt").exists()
 
 
+class Zeros(io.RawIOBase):
+    """n zero bytes, read without holding them: a bomb's payload."""
+
+    def __init__(self, n: int):
+        self.left = n
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        k = min(len(buffer), self.left)
+        buffer[:k] = bytes(k)
+        self.left -= k
+        return k
+
+
+def test_a_decompression_bomb_is_refused_on_its_headers_before_it_unpacks(tmp_path):
+    """Issue #27: a 2 MB gzip bomb took verify 66 s and 4.3 GB of disk."""
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        for i in range(2):  # 2 x 48 MiB of zeros: past the 64 MiB floor, ~200 KiB of archive
+            info = tarfile.TarInfo(f"run/evidence/zeros-{i}.bin")
+            info.size = 48 << 20
+            tar.addfile(info, Zeros(info.size))
+    assert path.stat().st_size < 1 << 20
+    files, problems = verify(path)
+    assert files == [] and len(problems) == 1, problems
+    assert problems[0].startswith("bomb.tar.gz: refused: its members unpack to more than "
+                                  "67,108,864 bytes (100 times its"), problems[0]
+    assert "decompression bomb" in problems[0]
+
+
 def test_a_file_that_is_not_an_archive_is_named(tmp_path):
     path = tmp_path / "bundle.tar.gz"
     path.write_bytes(b"not gzip at all")
@@ -201,6 +233,18 @@ def test_a_run_citing_a_vanished_run_cannot_be_bundled(reports):
     with pytest.raises(BundleError, match="run folder .*/a is missing \\(cited from run b\\)"):
         write_bundle(reports, "b")
     assert not (reports / "b.bundle.tar.gz").exists()
+
+
+def test_a_run_killed_before_any_record_is_not_bundled_and_says_what_is_missing(reports,
+                                                                                capsys):
+    # #27: it was bundled (exit 0, nothing said), and the bundle then failed `kvgate verify`.
+    (reports / "lonely" / "evidence" / "engine.log").write_text("killed mid-run\n")
+    assert bundle_command(parse(["bundle", "lonely", "--out", str(reports)])) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"run lonely has no gate record (no g1.json … g4.json in {reports / 'lonely'}): it " \
+           "stopped before its first gate finished (killed?), or it is still running" in err
+    assert "nothing to bundle until a gate writes its record" in err
+    assert not (reports / "lonely.bundle.tar.gz").exists()
 
 
 def test_a_symbolic_link_in_a_run_folder_is_refused(reports, tmp_path):

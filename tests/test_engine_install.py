@@ -78,10 +78,21 @@ def test_server_version_of_something_that_will_not_say(tmp_path):
 
 
 def test_install_says_what_is_missing_before_building(tmp_path, monkeypatch):
-    monkeypatch.setattr(ei, "preflight", lambda: ["cmake (apt-get install cmake)"])
+    monkeypatch.setattr(ei, "preflight", lambda home: ["cmake (apt-get install cmake)"])
     with pytest.raises(ei.InstallError, match="missing cmake"):
         ei.install(root=tmp_path, say=lambda _: None)
     assert not ei.install_dir(root=tmp_path).exists()
+
+
+def test_a_full_disk_is_refused_before_the_build(tmp_path):
+    """#27: a build on a full filesystem is refused at once, naming the space it needs."""
+    from _loopdev import need_root, tmpfs
+
+    need_root()
+    with tmpfs(tmp_path / "small", "size=64M") as small:
+        with pytest.raises(ei.InstallError, match=r"2 GiB free in .*small.* \(it has 0\.1 GiB"):
+            ei.install(root=small, say=lambda _: None)
+        assert not ei.install_dir(root=small).exists()
 
 
 def test_preflight_names_a_missing_tool(monkeypatch):

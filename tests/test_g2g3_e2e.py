@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,12 @@ from _records import trusted_g2, trusted_g3
 from _timing import (
     G2_REPS,
     G3_REPS,
-    TimingFailure,
+    accept_unfair,
     contended,
     cpu_lines,
     failed,
     g2_failure,
+    only_timing,
     raise_if_timing,
 )
 
@@ -181,25 +181,35 @@ def g2(world):
 
 @pytest.mark.timing
 def test_g2_measures_a_stable_baseline(world, g2):
-    """The one G2 run on this machine: its CV and the load generator's lag are timing checks."""
+    """The one G2 run on this machine: its CV and the load generator's lag are timing checks.
+
+    What the engine did is held whatever the machine; the timing verdict only where the
+    machine gave it a fair chance: a failure of timing checks alone while other processes took
+    more than g2.other_cpu_max is accepted, visibly (_timing.accept_unfair); without such
+    contention it is retried once (TimingFailure), then fails.
+    """
     done, record = run(world, "g2", site_text(on_disk(world, "t-timing")), out="timing")
     assert record is not None, done.stdout[-3000:]
+    ms = outcomes(record)
+    assert record["facts"]["workload_hash"] == g2["facts"]["workload_hash"]
+    assert ms["Baseline request errors @ concurrency 1"]["value"] == 0
+    assert any(p.startswith("evidence/g2-arm-baseline-c1-r") for p in record["evidence"])
+    busy = contended(world / "timing", record, G2_REPS, other_cpu_max(world))
+    if record["verdict"] != "PASS" and only_timing(record) and busy:
+        return accept_unfair(record, g2_failure(world / "timing", record))
     raise_if_timing(world / "timing", record)  # a timing failure names the CPU contention
     assert done.returncode == 0 and record["verdict"] == "PASS", \
         (g2_failure(world / "timing", record), done.stdout[-3000:])
-    ms = outcomes(record)
-    assert record["facts"]["workload_hash"] == g2["facts"]["workload_hash"]
     assert ms["Baseline TTFT p50 @ concurrency 1"]["value"] > 0
-    assert ms["Baseline request errors @ concurrency 1"]["value"] == 0
-    assert any(p.startswith("evidence/g2-arm-baseline-c1-r") for p in record["evidence"])
     # The model the G3 tests stand on is what the simulator measures (the timing allowed).
     for name in ("Baseline TTFT p50 @ concurrency 1", "Baseline output throughput @ concurrency 1"):
         measured, modelled = ms[name]["value"], outcomes(g2)[name]["value"]
         if abs(measured / modelled - 1) > 0.15:
             text = (f"{name}: G2 measured {measured:.4g}, tests/_records.py models "
                     f"{modelled:.4g}; " + "; ".join(cpu_lines(world / "timing", record)))
-            if contended(world / "timing", record, G2_REPS, other_cpu_max(world)):
-                raise TimingFailure(text)
+            if busy:
+                accept_unfair(record, text)
+                continue
             raise AssertionError(text + " (the simulator changed: update the model)")
 
 
@@ -210,7 +220,7 @@ def load_generator_saturated(world, record):
         return ""
     why = "; ".join([fit["note"], *cpu_lines(world / "out", record, G3_REPS)])
     # The load generator's own lag is a timing check; it may fail only under measured
-    # contention, and then says so in the warnings summary.
+    # contention, and then says so (_timing.accept_unfair: warning, JUnit, summary).
     # The self-check names the cause: "the machine is busy" (other processes' CPU) or, when
     # kvgate itself ran flat out, "the load generator is saturated".
     # "The machine is busy" is itself a measurement of contention: the self-check took the
@@ -221,7 +231,7 @@ def load_generator_saturated(world, record):
     saturated = "the load generator is saturated" in fit["note"]
     assert busy or (saturated and contended(world / "out", record, G3_REPS,
                                             other_cpu_max(world))), why
-    warnings.warn(f"G3 load generator unfit under CPU contention: {why}", stacklevel=2)
+    accept_unfair(record, f"G3 load generator unfit under CPU contention: {why}")
     return why
 
 
@@ -236,7 +246,7 @@ def test_g3_passes_on_a_faster_candidate(world, g2):
     others = [m for m in failed(record) if m["id"] != "g3.loadgen_fit"]
     assert not others, ([(m["name"], m["outcome"], m["note"]) for m in others],
                         (world / "disk-note.txt").read_text(), done.stdout[-3000:])
-    assert done.returncode == (1 if saturated else 0), done.stdout[-3000:]
+    assert done.returncode == (2 if saturated else 0), done.stdout[-3000:]  # unfit: ERROR
 
 
 def test_g4_short_soak_at_the_g3_operating_point(world):
@@ -249,15 +259,16 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
                            "--thresholds", str(world / "thresholds.toml"), "--out",
                            str(world / "soak"), "--soak-duration", "12s", "--soak-window", "2s"],
                           capture_output=True, text=True, timeout=300, env=world_env(world))
-    # Twelve seconds is too short for drift and stability to mean much: they may FAIL (or the
-    # drift be MARGINAL: its windows cannot tell it from their noise), but the gate must run
+    # Twelve seconds is too short for drift and stability to mean much: they may FAIL (or be
+    # REPORTED, never MARGINAL: a rehearsal's windows cannot tell them from noise, and a
+    # shortened soak says so rather than judging them), but the gate must run
     # and measure (not ERROR, not BLOCKED): six windows, the first the warm-up, leave the five
     # the SNIA rules need.
     assert done.returncode in (0, 1), done.stdout[-3000:]
     [record_file] = (world / "soak").glob("*/g4.json")
     record = json.loads(record_file.read_text())
     ms = outcomes(record)
-    assert all(m["outcome"] in ("PASS", "FAIL", "MARGINAL", "NOT APPLICABLE")
+    assert all(m["outcome"] in ("PASS", "FAIL", "REPORTED", "NOT APPLICABLE")
                for m in ms.values())
     assert ms["Soak request errors"]["outcome"] == "PASS"
     assert ms["fio verify errors"]["outcome"] == "PASS"
@@ -269,52 +280,11 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
     assert status.returncode == 0 and "window 6/6" in status.stdout
 
 
-def test_g3_fails_on_a_slow_candidate(world, g2):
-    done, record = run(world, "g3", site_text(on_disk(world, "t1"),
-                                              ', "--read-limit", "0.5MB/s"'))
-    assert done.returncode == 1
-    assert outcomes(record)["TTFT p50 reduction @ concurrency 1"]["outcome"] == "FAIL"
-
-
-def test_a_candidate_as_fast_as_its_baseline_fails_and_is_never_passed(world, g2):
-    """A/A: the candidate arm is the baseline arm (the same read limit). Paired, interleaved,
-    the drift of the machine hits both; the TTFT reduction's interval lies below 25 %."""
-    same = f', "--read-limit", "{BASELINE}"'
-    done, record = run(world, "g3", site_text(on_disk(world, "t1"), same))
-    ms = outcomes(record)
-    ttft = ms["TTFT p50 reduction @ concurrency 1"]
-    assert done.returncode == 1, done.stdout[-3000:]
-    assert ttft["outcome"] == "FAIL" and ttft["interval"][1] < 25, ttft
-    assert record["verdict"] == "FAIL"
-    looks = record["tables"]["Sequential looks @ concurrency 1"]
-    assert looks["rows"][-1][2].endswith("→ FAIL"), looks
-    assert "not independent draws" in record["facts"]["comparison design"]
-
-
 def test_g3_is_blocked_when_its_eviction_differs_from_g2s(world, g2):
     # Case 5 of issue #15: G2 evicted (reset), G3 would not (none): not the same workload.
     done, record = run(world, "g3", site_text(on_disk(world, "t1"), eviction="none"))
     assert done.returncode == 3, done.stdout[-2000:]
     assert "workload differs from G2's" in record["measurements"][0]["note"]
-
-
-def test_g3_fails_when_the_gpu_cache_answered(world):
-    site = site_text(on_disk(world, "t-none"), eviction="none")
-    passed_g1(world / "none")
-    trusted(world, "none", site)  # G2 at the same workload and eviction
-    done, record = run(world, "g3", site, "none", thresholds=QUICK)
-    assert done.returncode == 1, done.stdout[-3000:]
-    proof = outcomes(record)["KV tokens read from the candidate storage @ concurrency 1"]
-    assert proof["outcome"] == "FAIL"
-    assert proof["note"].startswith("KV did not come from the candidate storage")
-
-
-def test_g3_fails_when_chunks_are_corrupted(world, g2):
-    corrupt = ', "--faults", \'{{"corrupt_fraction": 1.0}}\''
-    done, record = run(world, "g3", site_text(on_disk(world, "t1"), corrupt), thresholds=QUICK)
-    assert done.returncode == 1
-    m = outcomes(record)["Outputs differing from recompute (first 8 tokens, concurrency 1)"]
-    assert m["outcome"] == "FAIL" and "probe-ctx-" in m["note"]
 
 
 def test_g3_blocked_when_the_workload_changed(world, g2):
@@ -364,18 +334,6 @@ def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
         record["deviations"]
     assert any("kvgate-sim" in v for k, v in record["tool_versions"].items()
                if "as it answered" in k)
-
-
-def test_kv_written_outside_the_arms_kv_dir_fails_the_proof(world, g2):
-    # Case 1b of issue #15: the launch command sends the KV elsewhere; kv_dir stays on target.
-    elsewhere, t1 = on_disk(world, "elsewhere-kv"), on_disk(world, "t1")
-    site = edited(site_text(t1), '"--kv-dir", "{kv_dir}"]\nkv_dir = "' + str(t1) + '/kv-candidate"',
-                  f'"--kv-dir", "{elsewhere}"]\nkv_dir = "{t1}/kv-candidate"',
-                  where="the e2e site")
-    done, record = run(world, "g3", site, thresholds=QUICK)
-    assert done.returncode == 1, done.stdout[-3000:]
-    chain = outcomes(record)["Storage-read evidence chain @ concurrency 1"]
-    assert chain["outcome"] == "FAIL" and "KV files in the arm's kv_dir" in chain["note"]
 
 
 @pytest.mark.skipif(not __import__("os").path.isdir("/dev/shm"), reason="no /dev/shm")

@@ -19,7 +19,7 @@ from gates.core import SHORTENED, RequestOutcome, RequestRecord
 from gates.options import RunOptions
 from gates.report import build_summary
 from gates.session import GateSession
-from gates.soak import SoakRunner, soak_plan
+from gates.soak import SetupError, SoakRunner, soak_plan
 from gates.soak.clock import FakeClock
 from gates.soak.rules import SIGNOFF_SECONDS
 
@@ -86,15 +86,33 @@ def plan_of(session: GateSession):
 
 # ---- the plan: where shortened is decided -------------------------------------------------
 
-def test_thresholds_file_at_one_minute_is_shortened_not_full(tmp_path):
-    session = open_session(tmp_path, g4="1m")
+def test_thresholds_file_at_two_minutes_is_shortened_not_full(tmp_path):
+    # The bug was found at "1m"; 3 windows of 20 s now fail `config check` (G4's SNIA rules
+    # need 5 judged windows after the warm-up), so the same plan is asked at 2 minutes.
+    session = open_session(tmp_path, g4="2m")
     plan = plan_of(session)
-    assert (plan.duration, plan.nominal_duration, plan.window) == (60.0, 60.0, 20.0)
+    assert (plan.duration, plan.nominal_duration, plan.window) == (120.0, 120.0, 20.0)
     assert plan.shortened and SIGNOFF_SECONDS == 259_200
     [deviation] = plan.deviations()  # the window is thresholds.toml's own 20 s: no deviation
     assert deviation.kind == "shortened" and deviation.text.startswith(SHORTENED)
-    assert "planned 1 min (60 s) of the 72 h (259,200 s)" in deviation.text
+    assert "planned 2 min (120 s) of the 72 h (259,200 s)" in deviation.text
     assert deviation.text.endswith(f"set by {THRESHOLDS}")
+    session.store.close()
+
+
+@pytest.mark.parametrize("options, said", [
+    (dict(soak_duration="1m", soak_window="20s"),
+     '--soak-duration "1m" holds 3 windows of --soak-window "20s", 2 after the warm-up '
+     '(thresholds.toml [g4] warmup_windows = 1)'),
+    (dict(soak_duration="1m", soak_window="2m"),
+     '--soak-window "2m" is longer than the soak, --soak-duration "1m"')])
+def test_a_soak_the_options_make_unjudgeable_is_refused_like_the_files(tmp_path, options, said):
+    """`config check` refuses such a soak in the files; the flags never passed through it."""
+    session = open_session(tmp_path, **options)
+    with pytest.raises(SetupError) as refused:
+        plan_of(session)
+    assert str(refused.value).startswith("G4 could not judge this soak: ")
+    assert said in str(refused.value), refused.value
     session.store.close()
 
 

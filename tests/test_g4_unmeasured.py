@@ -36,7 +36,7 @@ file_size = "16MiB"
 [topology]
 devices = ["/dev/nvme0n1"]
 [soak]
-warmup_windows = 0                   # two windows only: both judged
+warmup_windows = 0                   # five windows, the fewest G4 takes: all judged
 sessions = 2
 turns = 2
 first_tokens = 128
@@ -93,7 +93,7 @@ def test_g4_without_nvme_cli_with_devices_named_is_error_naming_nvme_cli(tmp_pat
     env = os.environ | {"PATH": bare_path(tmp_path / "bin")}
     done = subprocess.run(
         [sys.executable, "-m", "gates.cli", "run", "g4", "--site", "site.toml", "--thresholds",
-         "thresholds.toml", "--out", "out", "--soak-duration", "4s", "--soak-window", "2s"],
+         "thresholds.toml", "--out", "out", "--soak-duration", "10s", "--soak-window", "2s"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     [path] = (tmp_path / "out").glob("*/g4.json")
     g4 = json.loads(path.read_text())

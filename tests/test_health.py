@@ -258,6 +258,27 @@ def test_process_health_reads_rss_and_open_files_of_the_tree():
     assert ProcessHealth(lambda: child.pid).collect(ctx()).status == "error"
 
 
+def test_a_child_that_ends_between_listing_and_reading_is_left_out_not_the_engine_gone(
+        monkeypatch):
+    """The engine is alive; one of its children ended under the collector's walk."""
+    import psutil
+
+    real = psutil.Process
+
+    class Ended(real):
+        def memory_info(self):
+            raise psutil.NoSuchProcess(self.pid)
+
+    class Engine(real):
+        def children(self, recursive=False):
+            return [Ended(os.getpid())]
+
+    monkeypatch.setattr(psutil, "Process", Engine)  # the seam: psutil's view of the tree
+    reading = ProcessHealth(lambda: os.getpid()).collect(ctx())
+    assert reading.status == "ok", reading.reason
+    assert reading.values["processes"] == 1 and reading.values["rss_bytes"] > 1e6
+
+
 def test_a_process_kvgate_may_not_read_is_an_error_naming_the_permission(monkeypatch):
     """#25 item 13 (was: NOT APPLICABLE): the engine is there; kvgate could not measure it."""
     import psutil

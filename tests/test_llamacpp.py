@@ -80,8 +80,9 @@ class FakeLlamaServer:
         return response
 
 
-async def serve(kv_dir, tier=True, slots=2, concurrency=2, contexts=3, erase=True):
-    fake = FakeLlamaServer(kv_dir, slots)
+async def serve(kv_dir, tier=True, slots=2, concurrency=2, contexts=3, erase=True,
+                server=FakeLlamaServer):
+    fake = server(kv_dir, slots)
     runner = web.AppRunner(fake.app())
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -134,6 +135,24 @@ def test_eviction_none_leaves_the_slots_but_the_probe_still_restores(tmp_path):
 def test_fewer_slots_than_the_concurrency_is_refused(tmp_path):
     with pytest.raises(PhaseError, match="1 slots, fewer than concurrency 2.*--parallel 2"):
         asyncio.run(serve(tmp_path, slots=1))
+
+
+class EndlessProps(FakeLlamaServer):
+    """A /props that never ends (not llama-server, or a broken proxy in front of it)."""
+
+    async def props(self, request):
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"total_slots": 2, "pad": "')
+        for _ in range(64):
+            await response.write(b"x" * 65536)
+        return response
+
+
+def test_an_endless_props_answer_is_refused_at_its_cap_naming_the_url(tmp_path):
+    with pytest.raises(PhaseError, match=r"GET http://127\.0\.0\.1:\d+/props: the answer is "
+                                         r"larger than 1,048,576 bytes"):
+        asyncio.run(serve(tmp_path, server=EndlessProps))
 
 
 def test_slot_attribution_from_recorded_counters_and_restore():

@@ -11,14 +11,15 @@ import subprocess
 
 import pytest
 from _engine_e2e import engine_world, g2_on, g3_on, llamacpp_site
-from _timing import G3_REPS, cpu_lines
+from _timing import G3_REPS, cpu_lines, timing_verdict
 from test_g2g3_e2e import outcomes
 
+from gates.core.config import load_thresholds
 from gates.engines.llamacpp import find_install
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.real_engine, pytest.mark.skipif(
     find_install() is None, reason="llama.cpp is not installed: run `kvgate engine install "
-    "llamacpp` (or `make engine`) to build it into ~/.cache/kvgate")
+    "llamacpp` (or `make engine`) to build it into ~/.cache/kvgate")]
 
 # Concurrency 1: with two requests sharing llama.cpp's one thread, which of a pair is prefilled
 # first is a race, and a median over four requests flipped between 1.3 s and 1.7 s (CV 17.6 %
@@ -68,17 +69,18 @@ def test_g3_restores_the_kv_from_slot_files_on_the_target(g3):
 
 def test_g3_restoring_beats_recomputing(world, g3):
     ms = outcomes(g3)
-    # Timing comparisons: a failure names the CPU other processes took meanwhile.
+    # Timing comparisons: a failure names the CPU other processes took meanwhile; a MARGINAL
+    # while they took more than g2.other_cpu_max is accepted, and said (_timing.timing_verdict).
     busy = cpu_lines(world / "out", g3, G3_REPS)
-    assert ms[f"TTFT p50 reduction {C}"]["outcome"] == "PASS", (ms[f"TTFT p50 reduction {C}"],
-                                                                busy)
+    decided = timing_verdict(world / "out", g3, f"TTFT p50 reduction {C}",
+                             load_thresholds(world / "thresholds.toml")[0].g2.other_cpu_max)
     assert ms[f"TTFT speed-up vs recompute {C}"]["value"] > 1, (
         ms[f"TTFT speed-up vs recompute {C}"], busy)
     # The recompute arm is the baseline's server (no tier): its control repetitions serve.
     assert g3["facts"]["recompute reference"].startswith("the G3 control baseline's")
     assert not any("g3-arm-recompute" in p for p in g3["evidence"])
     looks = g3["tables"][f"Sequential looks {C}"]
-    assert looks["rows"][-1][2].endswith("→ PASS"), looks
+    assert not decided or looks["rows"][-1][2].endswith("→ PASS"), looks
 
 
 def test_greedy_outputs_after_restore_equal_recompute(g3):

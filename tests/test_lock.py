@@ -177,3 +177,22 @@ def test_a_finished_kvgate_run_lets_the_target_go(tmp_path, repo, tiny_site):
     assert list((tmp_path / "reports").glob("*/g1.json")), done.stdout + done.stderr
     assert target.is_dir() and not (target / LOCK_FILE).exists()
     take(target).release()
+
+
+def test_a_run_that_cannot_be_registered_lets_the_target_go(tmp_path, repo, tiny_site):
+    """A run id the store already holds is refused at open(); the target's lock, taken just
+    before, is released then, not when the process exits."""
+    from gates.options import RunOptions
+    from gates.session import GateSession
+
+    (tmp_path / "site.toml").write_text(tiny_site(tmp_path / "target"))
+    def options(run_id):
+        return RunOptions(site=tmp_path / "site.toml", thresholds=repo / "thresholds.toml",
+                          out=tmp_path / "reports", run_id=run_id)
+
+    GateSession.open(options("run-1")).finish()
+    with pytest.raises(Exception, match="run-1"):
+        GateSession.open(options("run-1"))
+    # The target is free again (the lock file stayed, held by this process, before the fix).
+    assert not (tmp_path / "target" / LOCK_FILE).exists()
+    GateSession.open(options("run-2")).finish()

@@ -66,3 +66,30 @@ def test_a_gone_process_and_new_pids_are_not_credited():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     assert tree_read_bytes(dead.pid) is None
+
+
+def test_the_kv_files_are_hashed_before_the_drop_and_read_back_after(tmp_path):
+    """The exact signal beside the outputs (#29): bytes as stored vs bytes read back."""
+    import hashlib
+
+    from gates.inference import read_back
+
+    (tmp_path / MARKER).write_text("marker")
+    layers = {f"0a1b/model.layers.{i}.safetensors": os.urandom(65536 + i) for i in range(4)}
+    for name, data in layers.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    stored: dict[str, str] = {}
+    drop_page_cache(tmp_path, stored)
+    assert stored == {n: hashlib.sha256(d).hexdigest() for n, d in layers.items()}
+    assert read_back(tmp_path, stored).model_dump() == {
+        "files": 4, "bytes": sum(map(len, layers.values())), "changed": [], "vanished": 0}
+    # One byte rots at rest, one file is removed by the engine, the probe writes a new one.
+    rotted = bytearray(layers["0a1b/model.layers.2.safetensors"])
+    rotted[40000] ^= 1
+    (tmp_path / "0a1b/model.layers.2.safetensors").write_bytes(bytes(rotted))
+    (tmp_path / "0a1b/model.layers.3.safetensors").unlink()
+    (tmp_path / "0a1b/model.layers.9.safetensors").write_bytes(b"new")
+    found = read_back(tmp_path, stored)
+    assert found.changed == ["0a1b/model.layers.2.safetensors"]
+    assert (found.files, found.vanished) == (3, 1)

@@ -99,6 +99,24 @@ def test_failing_measurement_fails_the_gate_and_the_test(gate_dir):
     assert records(gate_dir)[0]["verdict"] == "FAIL"
 
 
+def test_an_unknown_checklist_id_stops_a_pytest_run_before_any_check(gate_dir):
+    """`pytest -m g1 --checklist-id X` said nothing and ran without the answers (issue #27)."""
+    write_suite(gate_dir, "g1")
+    result = gate_dir.runpytest("-m", "g1", "--checklist-id", "20261129T170000Z-000000")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*--checklist-id 20261129T170000Z-000000: there is no store*"])
+    assert records(gate_dir) == []
+
+
+@pytest.mark.parametrize("run_id", ["../../escape", "a/b", ".."])
+def test_a_run_id_that_is_no_plain_folder_name_is_refused_as_it_is_parsed(gate_dir, run_id):
+    write_suite(gate_dir, "g1")
+    result = gate_dir.runpytest("-m", "g1", "--run-id", run_id)
+    assert result.ret == 4  # pytest's usage error: nothing ran, nothing written
+    result.stderr.fnmatch_lines([f"*--run-id*invalid run id {run_id!r}*plain folder name*"])
+    assert not (gate_dir.path / "reports").exists()
+
+
 def test_crashing_check_is_recorded_as_error(gate_dir):
     write_suite(gate_dir, "g1", crash="raise RuntimeError('endpoint down')")
     gate_dir.runpytest("-m", "g1")

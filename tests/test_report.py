@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from gates.charts import throughput_by_concurrency, time_series, ttft_cdf
 from gates.checklist import ChecklistStore
+from gates.checklist.store import ChecklistRun
 from gates.core import ChecklistAnswer, DutItem, Limit, Measurement, Outcome
 from gates.core.verdict import SEVERITY
 from gates.inference import Repetition
@@ -32,6 +33,7 @@ from gates.report import KEY_DIR_ENV, KEY_ENV, grouped, new_key
 from gates.report.report import REPORT_REVISION, css_string
 from gates.report.sealing import RECORD_META, SEAL_ID, check_seal, embedded_records
 from gates.session import GateSession
+from gates.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -186,9 +188,14 @@ def build_reports(root: Path) -> dict:
     (root / "site.toml").write_text(SITE)
     shutil.copy(REPO / "thresholds.toml", root / "thresholds.toml")
     earlier_g1(root)
+    with Store(root / "reports") as store:  # the checklist run the session's --checklist-id names
+        answers = ChecklistStore(store)
+        answers.begin(ChecklistRun(checklist_id="cl-1", checklist="checklist.toml",
+                                   checklist_sha256="0", checklist_revision="1", site="site.toml",
+                                   thresholds="thresholds.toml", gates=["g1", "g2", "g3", "g4"]))
+        for a in CHECKLIST:
+            answers.save("cl-1", a)
     session = open_session(root, "2026-11-30T091000Z", force=True, checklist_id="cl-1")
-    for a in CHECKLIST:
-        ChecklistStore(session.store).save("cl-1", a)
     session.tool_versions |= {"fio": "fio-3.33", "engine (candidate)": "vllm 0.11.0, LMCache 0.3.9"}
     session.inventory = [DutItem(role="NVMe controller", name="nvme1", model="KIOXIA KCMYXRUG15T3",
                                  serial="X3B0A017T0K8", firmware="1UET7104",
@@ -377,7 +384,7 @@ def test_print_css_paginates_with_report_id_and_page_x_of_y(reports):
 def test_header_names_report_revision_customer_site_procedure_and_dut(reports):
     header = {r[0]: r[1] for r in page(reports["g1"][1]).tables["identity"]}
     assert header["Report"].startswith("2026-11-30T091000Z/g1 · report revision 1")
-    assert "thresholds revision 2026.12-2" in header["Report"]
+    assert "thresholds revision 2026.12-3" in header["Report"]
     assert header["Customer"] == "Acme Inference GmbH"
     assert header["Site"] == "Acme FRA2 KV array"
     assert header["Location"] == "Frankfurt FRA2, hall 3, rack R14"

@@ -9,8 +9,10 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import tarfile
+from pathlib import Path
 
 import pytest
 from _chain import PASSING, SITE, m, open_run
@@ -292,6 +294,24 @@ def test_the_signing_key_variable_must_name_a_usable_private_key(tmp_path, monke
         configured_signer()
     os.chmod(private, 0o600)
     assert configured_signer().path == private
+
+
+def test_a_signing_key_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path,
+                                                                           monkeypatch):
+    """A FIFO would block the run forever, /dev/zero would never end: checked, not read."""
+    fifo = tmp_path / "key.fifo"
+    os.mkfifo(fifo, 0o600)
+    huge = tmp_path / "huge.pem"
+    huge.write_bytes(b"x" * (64 * 1024 + 1))
+    os.chmod(huge, 0o600)
+    for path, said in ((fifo, "is not a regular file (a FIFO, device or directory)"),
+                       (Path("/dev/zero"), "is not a regular file"),
+                       (tmp_path, "is not a regular file"),
+                       (huge, "is 65,537 bytes, not a key (at most 65,536)")):
+        monkeypatch.setenv(KEY_ENV, str(path))
+        with pytest.raises(ConfigError, match=re.escape(said)) as refused:
+            configured_signer()
+        assert str(path) in str(refused.value)
 
 
 def test_help_documents_keys_and_exit_codes(capsys):

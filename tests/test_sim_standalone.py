@@ -58,11 +58,29 @@ def test_help_shows_the_options_and_examples():
         assert text in done.stdout
 
 
-@pytest.mark.parametrize("flag, value", [("--read-limit", "bogus"), ("--faults", '{"nope": 1}'),
-                                         ("--prefill-tokens-per-s", "0")])
-def test_bad_fault_settings_exit_2_without_a_traceback(flag, value):
+@pytest.mark.parametrize("flag, value, said", [
+    ("--read-limit", "bogus", "bad --faults or --read-limit"),
+    ("--faults", '{"nope": 1}', "bad --faults or --read-limit"),
+    ("--prefill-tokens-per-s", "0", "finite number above 0, e.g. 2000, not '0'"),
+    ("--prefill-tokens-per-s", "nan", "finite number above 0, e.g. 2000, not 'nan'"),
+    ("--prefill-tokens-per-s", "inf", "finite number above 0, e.g. 2000, not 'inf'"),
+    ("--port", "99999", "from 0 (any free port) to 65535, not '99999'"),
+    ("--port", "-1", "from 0 (any free port) to 65535, not '-1'"),
+    ("--port", "80.5", "from 0 (any free port) to 65535, not '80.5'")])
+def test_bad_settings_exit_2_naming_the_value_without_a_traceback(flag, value, said):
     done = python("-m", "gates.sim", flag, value)
-    assert done.returncode == 2 and "bad --faults or --read-limit" in done.stderr
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_taken_port_exits_2_naming_it_without_a_traceback(tmp_path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        done = python("-m", "gates.sim", "--port", str(taken), "--kv-dir", str(tmp_path / "kv"))
+    assert done.returncode == 2, done.stderr
+    assert f"cannot serve on 127.0.0.1:{taken} with KV tier {tmp_path / 'kv'}" in done.stderr
     assert "Traceback" not in done.stderr
 
 

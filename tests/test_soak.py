@@ -7,7 +7,14 @@ import pytest
 
 from gates.core import SHORTENED, G4Limits, Outcome
 from gates.soak import SoakPlan
-from gates.soak.load_rules import duration, request_errors, soak_measurements, total_gap
+from gates.soak.load_rules import (
+    REHEARSED,
+    TREND_RULES,
+    duration,
+    request_errors,
+    soak_measurements,
+    total_gap,
+)
 from gates.soak.rules import (
     KERNEL,
     PATHS,
@@ -191,13 +198,43 @@ def test_the_demo_rehearsal_leaves_its_cold_first_window_out(demo):
     got = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}
     floor, drift = got["g4.throughput_floor"], got["g4.ttft_drift"]
     assert floor.outcome is not Outcome.FAIL and "window #0 left out as the warm-up" in floor.note
-    assert drift.outcome is Outcome.MARGINAL and "warm-up" in drift.note  # 1 window per span
+    # 1 window per span: undecidable, and in a rehearsal said so (REPORTED), never judged.
+    assert drift.outcome is Outcome.REPORTED and "warm-up" in drift.note
+    assert drift.note.startswith(REHEARSED) and drift.interval and drift.limit
     # Five rounds of one window each: what 4-20 % window noise can explain is never a FAIL.
     for id in ("g4.window_spread", "g4.window_slope"):
-        assert got[id].outcome in (Outcome.PASS, Outcome.MARGINAL), got[id]
+        assert got[id].outcome in (Outcome.PASS, Outcome.REPORTED), got[id]
     cold = plan.model_copy(update={"warmup_windows": 0})
     assert {m.id: m for m in soak_measurements(runs, [], cold, LIMITS)}[
         "g4.ttft_drift"].value < -15  # the cold window read as an improvement
+
+
+def test_only_a_rehearsals_undecided_trend_rules_are_reported_not_judged():
+    """The same six windows: a rehearsal reports what it cannot decide; a full soak's
+    MARGINAL stays MARGINAL; a decided FAIL stays FAIL in a rehearsal too."""
+    g3, tputs, ttfts = DEMOS[12]
+    runs = windows(6, seconds=20.0, throughput=lambda i: tputs[i], ttft=lambda i: ttfts[i])
+    rehearsal = SoakPlan(run_id="r", duration=120, window=20, g3_throughput=g3)
+    full = SoakPlan(run_id="r", duration=72 * 3600, window=20, g3_throughput=g3)
+    assert rehearsal.shortened and not full.shortened
+    short = {m.id: m for m in soak_measurements(runs, [], rehearsal, LIMITS)}
+    long = {m.id: m for m in soak_measurements(runs, [], full, LIMITS)}
+    undecided = [id for id in TREND_RULES if long[id].outcome is Outcome.MARGINAL]
+    assert undecided, long
+    for id in TREND_RULES:
+        if id in undecided:
+            assert short[id].outcome is Outcome.REPORTED
+            assert short[id].note == f"{REHEARSED}; {long[id].note}"
+            assert (short[id].value, short[id].interval) == (long[id].value, long[id].interval)
+        else:
+            assert short[id] == long[id]
+    others = set(short) - set(TREND_RULES) - {"g4.effective_duration"}  # that one is the plan's
+    assert {id: short[id] for id in others} == {id: long[id] for id in others}
+    # A rehearsal whose windows decide: throughput half of G3's, quietly, is a FAIL there too.
+    slow = windows(6, seconds=20.0, throughput=lambda i: g3 / 2 * (1 + 0.01 * (i % 2)))
+    floor = {m.id: m for m in soak_measurements(slow, [], rehearsal, LIMITS)}[
+        "g4.throughput_floor"]
+    assert floor.outcome is Outcome.FAIL
 
 
 def test_the_warm_up_still_counts_its_errors():

@@ -14,11 +14,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from _chain import SITE, add_gate, m, open_run
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from gates.cli import main
 from gates.core import Limit
@@ -307,3 +310,34 @@ def test_earlier_engine_logs_are_carried_into_the_resumed_run_by_name(tmp_path):
         # A log hashed already in the soak's run is never appended to.
         new, carried = carry_engine_logs(store, "a", "a", log.name)
         assert new.name == "g4-arm-candidate.after-resume-1.log" and carried == []
+
+
+# ---- a soak resumed again and again: every engine log it leaves is listed ----------------------
+
+LOG = "g4-arm-candidate.log"
+
+
+@settings(max_examples=60, deadline=None)
+@given(engines=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=6))
+@example(engines=[(True, True), (True, False), (True, True)])  # #27: the log left unlisted
+def test_every_engine_log_of_a_soak_resumed_again_and_again_is_listed(engines):
+    """Each engine (the soak's, then each resume's) writes its log or not, and its soak returns
+    (the log is hashed) or is killed (it is not). Before #27 an engine log written after a
+    resume (<log>.after-resume-N.log) whose resume was killed was never carried by the next
+    one: its bundle failed `kvgate verify` with "unlisted". Each resume must list every
+    earlier log, and hand its engine a file that does not exist yet."""
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp)) as store:
+        store.begin_run("a", "s")
+        here = store.run_dir("a") / "evidence"
+        log = here / LOG
+        for n, (wrote, returned) in enumerate(engines):
+            if n:  # a resume in the soak's own run (its run has no G4 record yet)
+                log, _ = carry_engine_logs(store, "a", "a", LOG)
+                assert not log.exists()
+                listed = set(store.manifest("a"))
+                assert {f"evidence/{p.name}" for p in here.glob("*.log")} <= listed
+            if wrote:
+                with log.open("a") as handle:
+                    handle.write(f"engine {n}\n")
+            if wrote and returned:
+                store.add_evidence("a", log)

@@ -4,7 +4,9 @@ written only with --destructive, the serial typed back, and never while anything
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -401,3 +403,19 @@ def test_the_real_device_under_a_directory_has_counters(tmp_path):
         pytest.skip(why)
     counted = device_bytes(name)
     assert counted is not None and all(n >= 0 for n in counted)
+
+
+@pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
+def test_a_symlinked_target_reaches_fio_as_the_directory_it_leads_to(tmp_path):
+    """#27: fio lstats directory= and refuses a link ("is not a directory"): kvgate hands it
+    the real directory, and real fio writes its file there."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    given = ensure_directory(Target(directory=tmp_path / "link"))
+    assert given == real.resolve()
+    done = subprocess.run(["fio", "--name=t", f"--directory={given}", "--size=64k",
+                           "--rw=write", "--bs=4k", "--output-format=terse"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert list(real.iterdir())

@@ -68,6 +68,48 @@ def test_a_pass_on_the_retry_is_a_property_in_the_junit_file(pytester):
     assert not list(cases["test_unmarked"].iter("property"))
 
 
+ACCEPTING = '''
+import pytest
+from _timing import accept_unfair
+
+@pytest.fixture(scope="module")
+def g2():
+    record = {"verdict": "ERROR"}
+    accept_unfair(record, "G2 INCONCLUSIVE: the machine's CPU speed varied by 41 %")
+    return record
+
+def test_first(g2):
+    assert g2["verdict"] == "ERROR"
+
+def test_second(g2):
+    assert g2["verdict"] == "ERROR"
+
+def test_unrelated():
+    pass
+'''
+
+
+def test_an_accepted_inconclusive_is_shown_for_every_test_that_accepts_it(pytester):
+    """#27: a real engine's timing verdict an unfair machine made INCONCLUSIVE is accepted only
+    visibly: in the terminal summary and as a JUnit property of each test handed the record."""
+    pytester.makeconftest((TESTS / "conftest.py").read_text())
+    pytester.makepyfile(_timing=(TESTS / "_timing.py").read_text(), test_suite=ACCEPTING)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=3, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*timing verdicts accepted as INCONCLUSIVE (the machine gave them no fair chance)*",
+        "test_suite.py::test_first (PASSED) accepted: G2 INCONCLUSIVE: the machine's CPU speed "
+        "varied by 41 %",
+        "test_suite.py::test_second (PASSED) accepted: G2 INCONCLUSIVE: the machine's CPU speed "
+        "varied by 41 %"])
+    cases = {c.get("name"): c for c in
+             ElementTree.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
+    for name in ("test_first", "test_second"):
+        [prop] = cases[name].iter("property")
+        assert prop.get("name") == "accepted_inconclusive" and "41 %" in prop.get("value")
+    assert not list(cases["test_unrelated"].iter("property"))
+
+
 def measurement(id, outcome, note=""):
     return {"id": id, "name": id, "outcome": outcome, "note": note}
 

@@ -7,6 +7,7 @@ an unsigned one is intact but unsigned (exit 4).
 
 import hashlib
 import json
+import shutil
 import tarfile
 
 import pytest
@@ -94,9 +95,64 @@ def test_a_missing_evidence_file_and_a_broken_chain_are_named(tmp_path, capsys):
     assert "the g1 record it stands on (r1) is not the one it cited" in out
 
 
-def test_a_folder_without_records_is_an_error(tmp_path, capsys):
-    assert main(["verify", str(tmp_path)]) == 1
-    assert "no gate record" in capsys.readouterr().out
+def test_a_renamed_upstream_run_folder_is_named_with_what_to_do(tmp_path, capsys):
+    # #27: "cites g1 of run r1, which is not here" alone left the reader guessing.
+    _, g1 = write_run(tmp_path, "r1", "g1")
+    cited = UpstreamRef(gate="g1", run_id="r1", verdict=Outcome.PASS, record_sha256=g1.sha256())
+    folder, _ = write_run(tmp_path, "r2", "g2", upstream=cited)
+    (tmp_path / "r1").rename(tmp_path / "site-a-g1")
+    assert main(["verify", str(folder)]) == 1
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "g2.json: cites g1 of run r1, which is not here (folder site-a-g1/ holds run r1's g1 " \
+           "record under another name: a run is found by its id, so rename the folder back " \
+           "to r1)" in out, out
+    shutil.rmtree(tmp_path / "site-a-g1")
+    assert main(["verify", str(folder)]) == 1
+    assert "which is not here (no folder r1/ beside this run: verify the bundle" in \
+        capsys.readouterr().out.replace("\n", " ")
+
+
+def test_a_folder_kvgate_wrote_nothing_into_is_bad_input_not_altered(tmp_path, capsys):
+    # #27: it was ALTERED (exit 1), as if someone had changed files.
+    assert main(["verify", str(tmp_path)]) == 2
+    both = capsys.readouterr()
+    assert "ALTERED" not in both.out
+    assert f"{tmp_path}: no gate record, report or summary here, so it is no run folder: give " \
+           "a run folder (reports/<run-id>), one gate JSON or a bundle" in \
+           both.err.replace("\n", " ")
+
+
+def test_the_folder_of_a_run_killed_before_any_record_is_bad_input(tmp_path, capsys):
+    out = tmp_path / "reports"
+    with Store(out) as store:
+        folder = store.begin_run("killed", SITE)
+    (folder / "evidence" / "engine.log").write_text("killed mid-run\n")
+    assert main(["verify", str(folder)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "a run stopped before its first gate finished (killed?), or one still running, " \
+           "leaves only evidence/ behind: there is nothing to verify" in err
+    assert main(["verify", str(out)]) == 2  # the reports folder itself
+    assert "it is the reports folder (it holds the store): give one run's folder" in \
+        capsys.readouterr().err.replace("\n", " ")
+
+
+def test_an_extracted_bundle_without_its_manifest_is_bad_input_and_says_so(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    bundle = write_bundle(folder.parent, "r1")
+    with tarfile.open(bundle) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    (tmp_path / "x" / "MANIFEST.sha256").unlink()
+    assert main(["verify", str(tmp_path / "x")]) == 2
+    assert "it holds run folders, but no MANIFEST.sha256" in \
+        capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_run_folder_whose_records_were_deleted_is_still_altered(tmp_path, capsys):
+    folder = sealed_run(tmp_path)
+    for path in folder.glob("g[1-4].json"):
+        path.unlink()
+    assert main(["verify", str(folder)]) == 1
+    assert "no gate record (g1.json … g4.json) here" in capsys.readouterr().out
 
 
 def test_schema_describes_every_key_of_a_written_record(tmp_path, capsys):
@@ -192,9 +248,14 @@ def test_an_extracted_bundle_folder_verifies_like_the_archive(tmp_path):
     assert verify(tmp_path / "x")[1][0].startswith("r1/evidence/g1-raw.json: altered")
 
 
-def test_a_path_that_does_not_exist_is_named(tmp_path, capsys):
-    assert main(["verify", str(tmp_path / "nope")]) == 1
-    assert "nope: no such run folder, gate JSON or bundle" in capsys.readouterr().out
+def test_a_path_that_does_not_exist_is_bad_input(tmp_path, capsys):
+    # #27: a mistyped path was ALTERED (exit 1).
+    assert main(["verify", str(tmp_path / "nope")]) == 2
+    assert f"{tmp_path / 'nope'}: no such file or folder: give a run folder" in \
+        capsys.readouterr().err.replace("\n", " ")
+    (tmp_path / "notes.txt").write_text("not kvgate's")
+    assert main(["verify", str(tmp_path / "notes.txt")]) == 2
+    assert "notes.txt: neither a gate JSON nor a bundle" in capsys.readouterr().err
 
 
 def test_a_seal_file_that_disagrees_with_its_report_is_named(tmp_path, capsys):

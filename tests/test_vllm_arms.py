@@ -171,3 +171,26 @@ def test_a_site_s_own_example_connector_arm_is_held_to_the_block_rule(tmp_path):
                                                    "question_tokens": 64, "chunk_tokens": 16})
     [said] = engine_problems(bad, choose_engine(bad.engine, bad.arms, tmp_path))
     assert "arms.candidate (ExampleConnector, --block-size 16): a probe of 32769 + 64" in said
+
+
+def test_the_shipped_site_runs_vllm_with_prefer_alone(tmp_path, repo):
+    """#27: `prefer = "vllm"` in the shipped site.toml, as its comment invites, and nothing
+    else: the shipped [engine.vllm] workload fits ExampleConnector's block rule, the tiny
+    model and max_model_len, and the shipped G2 levels accept its contexts."""
+    from _edits import edited
+
+    from gates.core.config import load_config
+
+    text = edited((repo / "site.toml").read_text(), 'prefer = "llamacpp"', 'prefer = "vllm"',
+                  where="site.toml [engine]")
+    (tmp_path / "site.toml").write_text(text)
+    site, _, thresholds, _ = load_config(tmp_path / "site.toml", repo / "thresholds.toml")
+    found = fake_vllm(tmp_path / "cache")
+    run = choose_engine(site.engine, site.arms, site.target.directory, root=tmp_path / "cache")
+    assert run.real and run.install == found
+    assert engine_problems(site, run) == []
+    workload = site.engine_workload()
+    assert workload.contexts >= max(thresholds.g2.concurrency)
+    # The arms' own max_model_len: prompt + question + output fit.
+    assert workload.context_tokens + workload.question_tokens + workload.output_tokens <= \
+        site.engine.vllm.max_model_len

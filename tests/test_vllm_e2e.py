@@ -14,13 +14,15 @@ import subprocess
 
 import pytest
 from _engine_e2e import VLLM_CONTEXT, engine_world, g2_on, g3_on, target, vllm_site
+from _timing import timing_verdict
 from test_g2g3_e2e import outcomes
 
+from gates.core.config import load_thresholds
 from gates.engines.vllm import find_vllm
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.real_engine, pytest.mark.skipif(
     find_vllm() is None, reason="vLLM is not installed: run `kvgate engine install vllm` (or "
-    "`make engine`) to install it into ~/.cache/kvgate")
+    "`make engine`) to install it into ~/.cache/kvgate")]
 
 C = "@ concurrency 1"
 CONTEXT = VLLM_CONTEXT
@@ -74,9 +76,11 @@ def test_g3_evidence_chain_agrees(g3):
     assert "/proc/PID/io" in table  # the worker process's own reads
 
 
-def test_g3_loading_beats_recomputing(g3):
+def test_g3_loading_beats_recomputing(world, g3):
     ms = outcomes(g3)
-    assert ms[f"TTFT p50 reduction {C}"]["outcome"] == "PASS"
+    # A MARGINAL while other processes took the CPU is accepted, and said (_timing).
+    timing_verdict(world / "out", g3, f"TTFT p50 reduction {C}",
+                   load_thresholds(world / "thresholds.toml")[0].g2.other_cpu_max)
     assert ms[f"TTFT speed-up vs recompute {C}"]["value"] > 1
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core import EXIT_CODES, GATE_TITLES, GATES, ConfigError, Outcome, load_config
-from ..options import DEFAULTS, add_run_options
+from ..options import DEFAULTS, add_run_options, input_file
 from ..store import DB_NAME, Store, new_run_id
 from .items import (
     AnswersFile,
@@ -66,13 +66,13 @@ def add_checklist_commands(commands: argparse._SubParsersAction) -> None:
         "its automated suite with live output, G1→G4, stopping at the first gate that does\n"
         "not pass. Every answer is stored the moment it is given and goes into the reports.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checklist", type=Path, default=None,
+    p.add_argument("--checklist", type=input_file, default=None,
                    help="checklist file (default: ./checklist.toml, or the resumed run's)")
     add_run_options(p.add_argument, only=("site", "thresholds", "out"),
                     inherit=("site", "thresholds"),
                     inherited_from="{default}, or the resumed run's")
     p.add_argument("--operator", default="", help="your name for the reports (default: asked)")
-    p.add_argument("--answers", type=Path, default=None, metavar="FILE",
+    p.add_argument("--answers", type=input_file, default=None, metavar="FILE",
                    help="answer every item from this file: no prompts at all")
     p.add_argument("--resume", default="", metavar="CHECKLIST_ID",
                    help="continue a checklist run: keep its answers, skip its passed gates")
@@ -181,7 +181,7 @@ def what_to_do(stop: Stop, resume: str, restart: str) -> list[str]:
 def summary(store: ChecklistStore, run: ChecklistRun, stop: Stop | None) -> Table:
     """Per gate: the manual items' tally, the automated verdict and the report."""
     attempts = {a.gate: a for a in store.attempts(run.checklist_id)}
-    table = Table(title=f"kvgate checklist {run.checklist_id}")
+    table = Table(title=f"kvgate checklist {escape(run.checklist_id)}")
     for column in ("gate", "manual items", "automated verdict", "report"):
         table.add_column(column)
     for gate in run.gates:
@@ -190,7 +190,7 @@ def summary(store: ChecklistStore, run: ChecklistRun, stop: Stop | None) -> Tabl
         verdict = ("not run: manual item failed" if manual_stop else
                    attempt.verdict.value if attempt else "not run")
         table.add_row(GATE_TITLES[gate], tally(store.answers(run.checklist_id, gate)), verdict,
-                      attempt.report if attempt else "")
+                      escape(attempt.report) if attempt else "")  # a path, as given
     return table
 
 
@@ -198,8 +198,9 @@ def execute(args: argparse.Namespace, ready: Plan, asker: Asker, run_gate: GateR
             console: Console) -> int:
     """Run the planned checklist; every answer and gate run is stored as it happens."""
     run = ready.run
-    console.print(f"checklist run [bold]{run.checklist_id}[/] ({escape(run.checklist)}, revision "
-                  f"{run.checklist_revision}); gates {', '.join(run.gates)}", highlight=False)
+    console.print(f"checklist run [bold]{escape(run.checklist_id)}[/] ({escape(run.checklist)}, "
+                  f"revision {escape(run.checklist_revision)}); gates {', '.join(run.gates)}",
+                  highlight=False)
     try:
         operator = args.operator or asker.operator(run.operator)
     except (KeyboardInterrupt, EOFError):
@@ -217,7 +218,7 @@ def execute(args: argparse.Namespace, ready: Plan, asker: Asker, run_gate: GateR
             stop = flow.run_all(run.gates)
         except (KeyboardInterrupt, EOFError):
             console.print("\n[yellow]interrupted[/]: every answer given so far is stored. "
-                          f"Continue with:\n  {resume_command(args, run.checklist_id)}",
+                          f"Continue with:\n  {escape(resume_command(args, run.checklist_id))}",
                           highlight=False)
             return INTERRUPTED
         console.print(summary(answers, run, stop))

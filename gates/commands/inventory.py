@@ -19,7 +19,7 @@ def inventory_command(site_path: Path, as_json: bool) -> int:
     try:
         site, _ = load_site(site_path)
     except ConfigError as exc:
-        console.print(f"[red]configuration error:[/] {exc}")
+        console.print(f"[red]configuration error:[/] {escape(str(exc))}", highlight=False)
         return 2
     inv = collect(site, Collector(SubprocessRunner()))
     if as_json:
@@ -27,7 +27,7 @@ def inventory_command(site_path: Path, as_json: bool) -> int:
                 "inventory": inv.model_dump(mode="json")}
         print(json.dumps(body, indent=2))
         return 0
-    table = Table(title=f"DUT inventory: {site.site.name}")
+    table = Table(title=f"DUT inventory: {escape(site.site.name)}")
     for column in ("role", "name", "model", "serial", "firmware", "detail"):
         table.add_column(column)
     for item in inv.dut():

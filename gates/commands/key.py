@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..core import ConfigError
+from ..options import output_dir
 from ..report import (
     KEY_DIR_ENV,
     KEY_ENV,
@@ -46,7 +47,7 @@ def add_key_commands(commands: argparse._SubParsersAction) -> None:
     verbs = key.add_subparsers(dest="key_command", required=True)
     new = verbs.add_parser("new", help="create an ed25519 key pair for signing records",
                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    new.add_argument("--out", type=Path, default=None, metavar="DIR",
+    new.add_argument("--out", type=output_dir, default=None, metavar="DIR",
                      help=f"folder for the key pair (default: ${KEY_DIR_ENV} or ~/.config/kvgate)")
     verbs.add_parser("show", help="print the public key and fingerprint records are signed with",
                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,8 +65,8 @@ def _show(err: Console) -> int:
     public = key_dir() / PUBLIC_NAME
     if signer is None:
         if not public.is_file():
-            err.print(f"[red]no signing key[/]: none in {key_dir()} and {KEY_ENV} is not set; "
-                      "create one with `kvgate key new`", highlight=False)
+            err.print(f"no signing key: none in {key_dir()} and {KEY_ENV} is not set; create "
+                      "one with `kvgate key new`", style="red", markup=False, highlight=False)
             return 2
         print("\n".join(["no private key here: records are written unsigned",
                          *describe(load_public(public), public)]))
@@ -83,8 +84,9 @@ def key_command(args: argparse.Namespace) -> int:
         if args.key_command == "show":
             return _show(err)
         private, public, key = new_key(args.out or key_dir())
-    except (FileExistsError, ConfigError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+    except (ConfigError, ValueError, OSError) as exc:  # OSError: FileExistsError too
+        # A folder checked when parsed (gates.options.output_dir) can still fail: a full disk.
+        err.print(f"error: {exc}", style="red", markup=False, highlight=False)
         return 2
     print(f"private key: {private} (mode 0600; keep it on this machine, never in a bundle)")
     print("\n".join(describe(key, public)))

@@ -16,10 +16,13 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from ..core import RequestRecord
-from ..inference import PhaseError
-from ..loadgen import RESERVED, LoadSettings
+from ..inference import ColdRecovery, PhaseError
+from ..loadgen import LoadSettings
 
 MODELS_MAX = 1 << 20  # bytes of GET /v1/models read at most: a hostile server may not stop
+# Seconds the whole model lookup may take without --request-timeout (at least --stall-timeout):
+# a server that trickles a byte a second never stalls, and would hold the run forever.
+LOOKUP_MAX_S = 60.0
 SHOWN_ERRORS = 5  # distinct request errors listed under the failure count
 
 
@@ -34,33 +37,6 @@ def base_url(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a base URL like "
                                          "http://127.0.0.1:8000")
     return text
-
-
-def positive(text: str) -> int:
-    """Parse a count (--requests, --concurrency): a whole number of at least 1."""
-    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return int(text)
-
-
-def vocab_size(text: str) -> int:
-    """Parse --vocab: token ids are drawn from RESERVED up to it, so it must be above that."""
-    if not re.fullmatch(r"[0-9]+", text) or int(text) <= RESERVED:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give a whole number above {RESERVED} (token ids are drawn from {RESERVED} "
-            "up to --vocab; the low ids are skipped, where many vocabularies keep control tokens)")
-    return int(text)
-
-
-def positive_number(text: str) -> float:
-    """Parse a rate or a timeout: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0")
-    return value
 
 
 def error_rate(text: str) -> Fraction:
@@ -114,8 +90,8 @@ async def first_model(url: str, key: str | None, settings: LoadSettings) -> str:
     """The first model the server lists; any other answer is a PhaseError naming the URL."""
     where = url.rstrip("/") + "/v1/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    timeout = aiohttp.ClientTimeout(total=settings.request_timeout,
-                                    sock_connect=settings.stall_timeout,
+    total = settings.request_timeout or max(LOOKUP_MAX_S, settings.stall_timeout)
+    timeout = aiohttp.ClientTimeout(total=total, sock_connect=settings.stall_timeout,
                                     sock_read=settings.stall_timeout)
     raw = bytearray()
     try:
@@ -124,12 +100,15 @@ async def first_model(url: str, key: str | None, settings: LoadSettings) -> str:
             async for part in response.content.iter_any():
                 raw += part
                 if len(raw) > MODELS_MAX:
-                    raise _lookup_failed(where, f"the answer is over {MODELS_MAX} bytes")
+                    raise _lookup_failed(where, f"the answer is over {MODELS_MAX:,} bytes, the "
+                                         "most kvgate reads of it")
             status = response.status
     except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors as well
         why = f"no answer within {settings.stall_timeout:g} s (--stall-timeout)"
-        if settings.request_timeout and not isinstance(exc, aiohttp.ServerTimeoutError):
-            why = f"not done within {settings.request_timeout:g} s (--request-timeout)"
+        if not isinstance(exc, aiohttp.ServerTimeoutError):  # the whole lookup's cap
+            why = (f"not done within {total:g} s (--request-timeout)" if settings.request_timeout
+                   else f"not done within {total:g} s, the most a model lookup may take "
+                   "without --request-timeout")
         raise _lookup_failed(where, why) from None
     except aiohttp.ClientConnectorError as exc:
         raise _lookup_failed(where, f"cannot connect: {exc.os_error.strerror or exc}") from None
@@ -149,3 +128,12 @@ def failures(records: Sequence[RequestRecord]) -> tuple[Fraction, list[str]]:
         lines.append(f"  and {len(reasons) - SHOWN_ERRORS} other errors (every record has its "
                      "own: --json, --out)")
     return rate, lines
+
+
+def unmeasured(cold: ColdRecovery) -> list[str]:
+    """Why the probe's storage reads are not known: the scrape's error, or each series whose
+    delta was refused (a counter that is NaN, infinite, negative or reset), named. A counter
+    the engine does not expose is no error: it prints as "—", saying so."""
+    problems = [cold.metrics_error] if cold.metrics_error else []
+    return problems + [f"{quantity}: {why}" for a in cold.attribution
+                       for quantity, why in a.errors.items()]

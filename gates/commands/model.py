@@ -18,6 +18,7 @@ from ..model import (
     ModelInputError,
     parse_tokens,
 )
+from ..options import Range, input_file
 from .model_verbs import run_cost, run_kv, run_predict, run_size
 
 EXAMPLES = """examples:
@@ -32,6 +33,39 @@ EXAMPLES = """examples:
   kvgate model cost --catalog catalog/arrays.toml --model qwen3-coder-480b --context 32k
 built-in models: """ + ", ".join(sorted(CATALOGUE)) + """ (or a local config.json)
 exit codes: 0 ok, 2 bad input"""
+
+
+# Each number's range, checked once parsed (model_command), so a refusal names the option, the
+# value and the range instead of the model's own field names.
+WHOLE = {"tp": ("--tp", 1, 1024), "context": ("--context", 1, 1 << 30),
+         "chunk_tokens": ("--chunk-tokens", 1, 1 << 30), "concurrent": ("--concurrent", 1, 10**6),
+         "sessions": ("--sessions", 0, 10**9), "reuse": ("--reuse", 1, 10**6)}
+RANGES = {dest: (flag, Range(low, high, whole=True)) for dest, (flag, low, high) in WHOLE.items()}
+# Lower bounds past zero: a share of 1e-300 or a rate of 1e-300 B/s gives times and capacities
+# that overflow (inf, and int() of it); no array or engine is measured there.
+RANGES |= {"efficiency": ("--efficiency", Range(0.001, 1, unit="a share of the read bandwidth")),
+           "fill": ("--fill", Range(0.01, 1, unit="a share of the tier")),
+           "prefill_rate": ("--prefill-rate", Range(1, 1e12, unit="tokens/s")),
+           "new_contexts_per_s": ("--new-contexts-per-s", Range(0, 1e6)),
+           "bw": ("--bw", Range(1, 1e15, unit="bytes/s")),
+           "baseline_bw": ("--baseline-bw", Range(1, 1e15, unit="bytes/s"))}
+
+
+def refusals(args: argparse.Namespace) -> list[str]:
+    """Each option whose value is out of its range, or a --model file that is not a file."""
+    found = [text for dest, (flag, allowed) in RANGES.items()
+             for value in _values(getattr(args, dest, None))
+             if (text := allowed.refusal(flag, value))]
+    if Path(args.model).exists():  # a config.json: a FIFO or /dev/zero would never be read
+        try:
+            input_file(args.model)
+        except argparse.ArgumentTypeError as exc:
+            found.append(f"--model {exc}")
+    return found
+
+
+def _values(value: object) -> list:
+    return value if isinstance(value, list) else [value]
 
 
 def _typed(parse, what: str):
@@ -115,7 +149,7 @@ def add_model_commands(commands: argparse._SubParsersAction) -> None:
     cost = sub.add_parser("cost", help="rank arrays by price per TB, per GB/s, per TTFT gain",
                           epilog=EXAMPLES, formatter_class=fmt)
     _model_args(cost)
-    cost.add_argument("--catalog", type=Path, help="array catalogue TOML (default: "
+    cost.add_argument("--catalog", type=input_file, help="array catalogue TOML (default: "
                       "./catalog/arrays.toml, else the one shipped with kvgate)")
     cost.add_argument("--sessions", type=int, default=0, help="size capacity for this many "
                       "sessions (default 0: price one array)")
@@ -129,13 +163,18 @@ def add_model_commands(commands: argparse._SubParsersAction) -> None:
 def model_command(args: argparse.Namespace) -> int:
     """Run one `kvgate model` subcommand; 0 on success, 2 on bad input (message on stderr)."""
     # Piped output is 80 columns by default: too narrow for the cost table.
-    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+    # markup=False: a model's or an array's name is printed as given, "[x]" included.
+    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 140, markup=False)
     run = {"kv": run_kv, "size": run_size, "predict": run_predict,
            "cost": run_cost}[args.model_command]
+    err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+    if found := refusals(args):
+        err.print("error: " + "; ".join(found), style="red")
+        return 2
     try:
         return run(args, console)
     except (ModelError, CatalogError, ModelInputError, UnitError, ValueError) as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"error: {exc}", style="red")
         return 2
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..model import (
     SEED_BASELINE_BPS,
@@ -133,8 +134,8 @@ def run_predict(args: argparse.Namespace, console: Console) -> int:
         console.print(f"fit over {fit.points} points: TTFT = {fit.a_s:.4g} s + "
                       f"{fmt_bytes(fit.b_bytes)} / bandwidth{eff}", highlight=False)
         if not fit.shape_ok:
-            console.print("[yellow]the points do not have the model's shape (a >= 0, b > 0): "
-                          "predictions below use the unfitted model[/]")
+            console.print("the points do not have the model's shape (a >= 0, b > 0): "
+                          "predictions below use the unfitted model", style="yellow")
     table = Table(title=f"Predicted TTFT, {g.model} ({g.dtype.upper()}, TP{g.tp}), "
                   f"{fmt_tokens(args.context)}-token context, {fmt_bytes(kv)} of KV")
     for col in ("read bandwidth", "restore", "TTFT", "TTFT reduction", "throughput gain"):
@@ -180,8 +181,10 @@ def run_cost(args: argparse.Namespace, console: Console) -> int:
                 "TTFT", "TTFT cut", f"{sym} per % cut"):
         table.add_column(col, justify="left" if col == "array" else "right")
     for i, r in enumerate(rows, 1):
-        flag = " [yellow](example bw)[/]" if r.basis == "example" else ""
-        table.add_row(str(i), r.name + flag, f"{sym}{r.price:,.0f}", f"{sym}{r.price_per_tb:,.0f}",
+        name = Text(r.name)  # as the catalogue spells it: never read as markup
+        if r.basis == "example":
+            name.append(" (example bw)", style="yellow")
+        table.add_row(str(i), name, f"{sym}{r.price:,.0f}", f"{sym}{r.price_per_tb:,.0f}",
                       fmt_rate(r.read_bps), f"{sym}{r.price_per_gbps:,.0f}", str(r.units_needed),
                       f"{sym}{r.workload_price:,.0f}", f"{r.ttft_s:.3g} s", _pct(r.ttft_reduction),
                       "—" if r.price_per_pct is None else f"{sym}{r.price_per_pct:,.0f}")

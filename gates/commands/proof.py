@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..core import ADAPTER_NAMES, UnitError, parse_rate, parse_size
 from ..inference import TARGET_LABEL
+from ..options import Range, input_file
 from ..proof import (
     MAX_EXPOSITION,
     AttributionError,
@@ -65,9 +66,9 @@ def add_proof_commands(commands: argparse._SubParsersAction) -> None:
                             "/metrics scrapes", epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", required=True, choices=ADAPTER_NAMES, help="the metrics adapter")
-    p.add_argument("--before", type=Path, required=True, action="append",
+    p.add_argument("--before", type=input_file, required=True, action="append",
                    help="/metrics scraped before the probe (once per scrape target)")
-    p.add_argument("--after", type=Path, required=True, action="append",
+    p.add_argument("--after", type=input_file, required=True, action="append",
                    help="/metrics scraped after the probe (once per target, same order)")
     p.add_argument("--expected-tokens", required=True,
                    help="context tokens the probe should have read from storage")
@@ -128,13 +129,20 @@ def _scrape(paths: list[Path], engine: str) -> MetricSet:
                           for i, p in enumerate(paths, start=1)], TARGET_LABEL)
 
 
-def _number(text: str | None, option: str) -> float | None:
+# What a byte counter can hold: an int64, as /proc and sysfs give them.
+BYTES = Range(0, 2**63 - 1, whole=True, unit="bytes")
+
+
+def _number(text: str | None, option: str, within: Range | None = None) -> float | None:
     if text is None or text == "":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"{option}: {text!r} is not a number") from None
+    if within and (refused := within.refusal(option, value)):
+        raise ValueError(refused)
+    return value
 
 
 def _bytes(text: str, what: str, parse) -> int | float | None:
@@ -165,15 +173,23 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
     expected = _number(args.expected_tokens, "--expected-tokens")
     if not (expected is not None and expected >= 1):  # NaN too
         raise ValueError(f"--expected-tokens: at least 1 token (got {args.expected_tokens})")
+    built, problems = [], []
+
+    def counted(option: str) -> float | None:
+        """A byte counter's option, its refusal kept with the others' (None meanwhile)."""
+        try:
+            return _number(getattr(args, option[2:].replace("-", "_")), option, BYTES)
+        except ValueError as exc:
+            problems.append(str(exc))
+            return None
+
     probe = dict(expected_tokens=expected,
                  kv_bytes_per_token=_number(args.kv_bytes_per_token, "--kv-bytes-per-token"),
                  probe_prompt_tokens=_number(args.prompt_tokens, "--prompt-tokens"),
-                 process_read_bytes=_number(args.process_bytes, "--process-bytes"),
+                 process_read_bytes=counted("--process-bytes"),
                  probe_seconds=_number(args.probe_seconds, "--probe-seconds") or 0.0)
-    built, problems = [], []
     # Every option refused at once, each by its name (the models' own ranges, as in G3).
-    for model, values in ((StorageReads, {f"{k}_bytes": _number(getattr(args, f"{k}_bytes"),
-                                                                f"--{k}-bytes")
+    for model, values in ((StorageReads, {f"{k}_bytes": counted(f"--{k}-bytes")
                                           for k in ("device", "nic", "rdma")}),
                           (ProofContext, dict(
                               read_fraction_min=_number(args.read_fraction_min,

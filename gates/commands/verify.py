@@ -9,7 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..core import ConfigError
-from ..report import BAD_INPUT, VERIFY_EXIT_TEXT, examine, trusted_fingerprint, trusted_here
+from ..report import (
+    BAD_INPUT,
+    VERIFY_EXIT_TEXT,
+    NotVerifiable,
+    examine,
+    trusted_fingerprint,
+    trusted_here,
+)
 
 EXAMPLES = f"""examples:
   kvgate verify reports/20261129T170000Z-3f9a1c
@@ -26,7 +33,9 @@ else (any other file, at its top level or in evidence/, is named); every signatu
 key twice (two "verdict" keys), naming the key. With --key every record and the
 summary must be signed by that key (give --key again for several performers); without it, by
 this machine's own key (`kvgate key show`) or a key in its trusted/ folder. It says "signed by
-<fingerprint>, intact" only then.
+<fingerprint>, intact" only then. A path that does not exist, or a folder holding no gate
+record, report or summary (a mistyped path, a run killed before its first gate finished), is
+bad input (exit 2), never called altered.
 
 {VERIFY_EXIT_TEXT}"""
 
@@ -45,15 +54,24 @@ def add_verify_commands(commands: argparse._SubParsersAction) -> None:
                         "repeat for several signers")
 
 
+def _bad_input(exc: Exception) -> int:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}",
+                                               highlight=False)
+    return BAD_INPUT
+
+
 def verify_command(args: argparse.Namespace) -> int:
     """Print what was checked, what was altered and who signed; the exit code says which."""
     console = Console(soft_wrap=True)
     try:
         trusted = {trusted_fingerprint(k) for k in args.key} if args.key else trusted_here()
     except (OSError, ValueError, ConfigError) as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {exc}", highlight=False)
-        return BAD_INPUT
-    code, lines = examine(args.path).judge(trusted, given=bool(args.key))
+        return _bad_input(exc)
+    try:
+        found = examine(args.path)
+    except NotVerifiable as exc:  # a mistyped path, a killed run's folder: nothing to check
+        return _bad_input(exc)
+    code, lines = found.judge(trusted, given=bool(args.key))
     for label, text in lines:
         colour = COLOURS.get(label)
         console.print(f"[{colour}]{label}[/] {escape(text)}" if colour else escape(text),

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..core import ConfigError, Waiver
+from ..options import folder, run_id
 from ..report import (
     WaiverRefused,
     build_summary,
@@ -42,13 +43,14 @@ def add_waive_commands(commands: argparse._SubParsersAction) -> None:
     waive = commands.add_parser(
         "waive", help="waive one open deviation of a run's summary, signed, with a reason",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    waive.add_argument("run_id", help="the run whose procurement summary lists the deviation")
+    waive.add_argument("run_id", type=run_id,
+                       help="the run whose procurement summary lists the deviation")
     waive.add_argument("deviation", help="the deviation's text, or how it begins")
     waive.add_argument("--reason", required=True, help="why it leaves the verdicts' meaning")
     waive.add_argument("--by", required=True, help="the name of the person who waives it")
     waive.add_argument("--gate", choices=["g1", "g2", "g3", "g4"], default="",
                        help="the gate whose record carries it, when the text names several")
-    waive.add_argument("--out", type=Path, default=Path("reports"),
+    waive.add_argument("--out", type=folder, default=Path("reports"),
                        help="where the store and the run folders are (default: ./reports)")
 
 
@@ -90,15 +92,9 @@ def _waive(args: argparse.Namespace, console: Console) -> int:
 def _reissue(store: Store, run_id: str, signed, signer):
     """Store the waiver and re-issue the summary; a summary that cannot be re-issued (altered)
     leaves no waiver behind."""
-    store.db.execute("BEGIN IMMEDIATE")
-    try:
+    with store.transaction():
         store.add_waiver(signed)
-        found = reissue_summary(store, run_id, signer)
-    except BaseException:
-        store.db.execute("ROLLBACK")
-        raise
-    store.db.execute("COMMIT")
-    return found
+        return reissue_summary(store, run_id, signer)
 
 
 def waive_command(args: argparse.Namespace) -> int:

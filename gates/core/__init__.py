@@ -5,8 +5,6 @@ No I/O beyond reading the two TOML files; imports nothing else of gates.
 
 from .arms import (
     ADAPTER_NAMES,
-    LAUNCH_HOST,
-    TAIL_LINES,
     Arm,
     ArmError,
     real_path,
@@ -23,6 +21,7 @@ from .config import (
     validate,
     workload_warnings,
 )
+from .cross_checks import soak_problem
 from .declared import DECLARED, G1, G2, G3, G4
 from .measures import INCOMPLETE, Declared, Scope
 from .paired import LookPlan, Sequential, log_ratios, pairs_needed, pass_probability, sequential
@@ -40,6 +39,7 @@ from .record import (
     Table,
     UpstreamRef,
     Waiver,
+    check_run_id,
     deviation_kind,
     json_digest,
     upstream_gate,
@@ -108,7 +108,6 @@ __all__ = [
     "GATE_TITLES",
     "GateRecord",
     "INCOMPLETE",
-    "LAUNCH_HOST",
     "LLAMACPP_PINNED",
     "Limit",
     "LoadedFile",
@@ -128,7 +127,6 @@ __all__ = [
     "SiteInfo",
     "SteadyState",
     "SteadyStateUnavailable",
-    "TAIL_LINES",
     "Table",
     "Target",
     "Thresholds",
@@ -141,6 +139,7 @@ __all__ = [
     "WorkloadSettings",
     "above_claimed_band",
     "bandwidth_unit",
+    "check_run_id",
     "cv_percent",
     "deviation_kind",
     "format_duration",
@@ -168,6 +167,7 @@ __all__ = [
     "sequential",
     "shipped",
     "snia_steady_state",
+    "soak_problem",
     "speedup",
     "upstream_gate",
     "validate",

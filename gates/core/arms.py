@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from .strict import Strict
 from .units import Duration, Size
@@ -24,11 +31,21 @@ PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python")
 ADAPTER_NAMES = ("vllm", "lmcache", "vllm-native", "sglang", "dynamo-kvbm", "llamacpp",
                  "kvgate-sim")
 ENGINES = ("auto", *ADAPTER_NAMES)
-LAUNCH_HOST = "127.0.0.1"  # launched arms serve on loopback only
-TAIL_LINES = 40
 # Keys that belong to one kind only: a launch arm with urls (or the reverse) is a mistake.
 _ONLY = {"endpoint": {"urls", "metrics_urls"},
          "launch": {"command", "env", "port", "stop_timeout", "cpus"}}
+
+
+def _not_empty(value: object) -> object:
+    # Path("") is ".": relative to the site file's folder, an empty key would quietly name
+    # that folder (a target, a KV directory kvgate empties, a catalogue).
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"{value!r} is empty, which would be read as the site file's own "
+                         "folder: write the path, or leave the key out")
+    return value
+
+
+WrittenPath = Annotated[Path, BeforeValidator(_not_empty)]
 
 
 def placeholders(text: str) -> list[str]:
@@ -64,8 +81,8 @@ class Arm(Strict):
     model: str = ""
     api: Literal["completions", "chat"] = "completions"
     api_key_env: str = ""  # environment variable holding the API key, never the key itself
-    kv_dir: Path | None = None  # None = no storage tier (the recompute arm)
-    kv_root: Path | None = None  # a further directory kv_dir may be emptied inside
+    kv_dir: WrittenPath | None = None  # None = no storage tier (the recompute arm)
+    kv_root: WrittenPath | None = None  # a further directory kv_dir may be emptied inside
     health_path: str = "/health"
     metrics_path: str = "/metrics"
     startup_timeout: Duration = Field(default=600.0, gt=0)  # big models load for minutes

@@ -13,8 +13,10 @@ from typing import Any
 from pydantic import BaseModel, PlainSerializer, ValidationError
 from pydantic.fields import FieldInfo
 
+from .cross_checks import KeyedError
 from .settings import Site
-from .thresholds import Thresholds
+from .site_checks import both_files_problems, context_problem
+from .thresholds import Thresholds, relaxations
 from .units import WRITTEN
 from .waves import wave_warnings
 
@@ -126,8 +128,10 @@ def _out_of_range(error: dict, field: FieldInfo | None, written: Any) -> str:
     """'… is out of range: write a value at most 4088 (why)', the bound in the key's unit."""
     name, relation = _BOUNDS[error["type"]]
     bound = error["ctx"][name]
-    serializer = next((m for m in (field.metadata if field else []) if isinstance(
-        m, PlainSerializer)), None)
+    # The key's own serializer, or its optional type's ("Duration | None"): the bound as written.
+    metadata = [*field.metadata, *(m for a in typing.get_args(field.annotation)
+                                   for m in getattr(a, "__metadata__", ()))] if field else []
+    serializer = next((m for m in metadata if isinstance(m, PlainSerializer)), None)
     shown = f'"{serializer.func(bound)}"' if serializer else (
         f"{bound:f}".rstrip("0").rstrip(".") if isinstance(bound, float) else str(bound))
     why = f" ({field.description})" if field is not None and field.description else ""
@@ -150,6 +154,13 @@ def _describe(error: dict, model: type[BaseModel], prefix: str = "", data: Any =
         return f"unknown key '{key}'{hint}"
     if error["type"] == "missing":
         return f"missing key '{key}'"
+    if isinstance(keyed := error.get("ctx", {}).get("error"), KeyedError):
+        # A table's check that refuses one of its keys: named as that key, then its value.
+        loc = (*loc, *keyed.key.split("."))
+        written = _written_value(data, loc)
+        shown = keyed.value if written is None or isinstance(written, dict | list) else repr(
+            written)
+        return f"key '{prefix}{_key(loc)}': {shown} {keyed}"
     given = error.get("input")
     message = error["msg"].removeprefix("Value error, ")
     # A unit's own message starts with the value ("5 has no unit: …"); others get it added.
@@ -202,13 +213,17 @@ def load_thresholds(path: Path | str, profile: str = "",
                                  f"[profiles.{name}.g1]" for name in not_tables])
     overrides = {name: {k: v for k, v in body.items() if k != "description"}
                  for name, body in profiles.items()}
+    resolved = {}
     for name, override in overrides.items():
         # Every profile is checked, selected or not: a typo must not wait for the day it's used.
-        validate(Thresholds, _merge(data, override), path, prefix=f"profiles.{name}.")
+        resolved[name] = validate(Thresholds, _merge(data, override), path,
+                                  prefix=f"profiles.{name}.")
+        if problems := relaxations(base, resolved[name], name):
+            raise ConfigError(path, problems)
     if profile:
         if profile not in profiles:
             raise _unknown_profile(path, profile, list(profiles), named_in)
-        base = validate(Thresholds, _merge(data, overrides[profile]), path)
+        base = resolved[profile]
         base.profile = profile
         base.profile_description = str(profiles[profile].get("description", ""))
     return base, LoadedFile(path=str(path), sha256=sha)
@@ -245,32 +260,22 @@ def load_config(site_path: Path | str, thresholds_path: Path | str, base: Path |
     site, site_file = load_site(site_path, base)
     thresholds, thresholds_file = load_thresholds(thresholds_path, site.site.limits_profile,
                                                   named_in=site_path)
-    problems = _concurrency_problems(site, thresholds, site_path)
-    if problems:
-        raise ConfigError(thresholds_path, problems)
+    # The checks that need both files, or the site's paths resolved (gates.core.site_checks).
+    for path, problems in both_files_problems(site, thresholds, site_path, thresholds_path):
+        raise ConfigError(path, problems)
     return site, site_file, thresholds, thresholds_file
 
 
-def _concurrency_problems(site: Site, thresholds: Thresholds, site_path: Path | str
-                          ) -> list[str]:
-    """A G2 level above a workload's probe requests would be reported but never reached."""
-    runs = {"[workload] contexts": site.workload.contexts}
-    if site.engine.prefer:  # the engine's workload when it is installed, else [workload]
-        runs[f'contexts of the workload [engine] prefer = "{site.engine.prefer}" runs'] = \
-            site.engine_workload().contexts
-    where, fewest = min(runs.items(), key=lambda run: run[1])
-    example = ", ".join(map(str, sorted({max(1, fewest // 2), fewest})))
-    return [f"key 'g2.concurrency[{i}]': {level} requests in flight, but {site_path} gives "
-            f"only {fewest} probe requests per repetition ({where} = {fewest}): write levels "
-            f"of at most {fewest} (e.g. concurrency = [{example}]), or raise contexts"
-            for i, level in enumerate(thresholds.g2.concurrency) if level > fewest]
-
-
 def workload_warnings(site: Site, thresholds: Thresholds) -> list[str]:
-    """Workloads whose TTFT p50 falls between two waves at a G2 level (gates.core.waves)."""
+    """Workloads whose TTFT p50 falls between two waves at a G2 level, or a slot can't hold.
+
+    The waves: gates.core.waves. A llama.cpp slot context shorter than a probe is a warning,
+    not a refusal (gates.core.site_checks.context_problem says why).
+    """
     runs = {"[workload] contexts": site.workload.contexts}
     if site.engine.prefer:
         runs[f'[engine] prefer = "{site.engine.prefer}": its workload\'s contexts'] = \
             site.engine_workload().contexts
-    return [w for where, n in runs.items()
-            for w in wave_warnings(n, thresholds.g2.concurrency, where)]
+    slot = [said for said in [context_problem(site)] if said and site.engine.prefer == "llamacpp"]
+    return slot + [w for where, n in runs.items()
+                   for w in wave_warnings(n, thresholds.g2.concurrency, where)]

@@ -47,6 +47,7 @@ G3 = Declarations("g3", [
     Declared("g3.gpu_hit_fraction", "KV tokens served from the GPU cache during the probe", _C),
     Declared("g3.device_reads", "KV devices' read bytes vs the engine's storage reads", _C),
     Declared("g3.process_reads", "Engine process's storage reads vs its KV restores", _C),
+    Declared("g3.kv_read_back", "KV files read back as stored", _C),
     Declared("g3.evidence_chain", "Storage-read evidence chain", _C),
     Declared("g3.ttft_speedup_vs_recompute", "TTFT speed-up vs recompute", _C),
     Declared("g3.throughput_speedup_vs_recompute", "Throughput speed-up vs recompute", _C),
@@ -95,12 +96,19 @@ def _launched_candidate(scope: Scope) -> str:
         "the candidate is an endpoint arm: its engine's processes run where kvgate cannot read"
 
 
+def _candidate_files(scope: Scope) -> str:
+    arm = scope.site.arms.get("candidate")
+    return "" if arm is not None and arm.kind == "launch" and arm.kv_dir is not None else \
+        "the candidate names no KV directory kvgate can read (an endpoint arm, or no kv_dir)"
+
+
 # Carriers say only why a gate, an arm or a check could not run; never required.
 for _carrier in ("g2.arm_protocol", "g3.comparison", "g3.recompute_reference", "g3.correctness",
                  "g4.soak"):
     DECLARED[_carrier[:2]].require(_carrier, carrier=True)
 # The fact of the site that excuses an id; where it applies, NOT APPLICABLE is an ERROR.
 for _id, _excuse in (("g3.device_reads", _devices_named), ("g3.process_reads",
-                     _launched_candidate), ("g4.media_errors", _devices_named),
+                     _launched_candidate), ("g3.kv_read_back", _candidate_files),
+                     ("g4.media_errors", _devices_named),
                      ("g4.critical_warnings", _devices_named), ("g4.paths_live", _fabrics)):
     DECLARED[_id[:2]].require(_id, excuse=_excuse)

@@ -38,6 +38,14 @@ DEVIATION_KINDS = (
 )
 
 
+def check_run_id(run_id: str) -> str:
+    """A run id names a folder under the output directory: a plain name, nothing more."""
+    if (not run_id or run_id in (".", "..") or "/" in run_id or "\\" in run_id
+            or any(ord(c) < 32 or c == "\x7f" for c in run_id)):
+        raise ValueError(f"invalid run id {run_id!r}: it must be a plain folder name")
+    return run_id
+
+
 def deviation_kind(text: str) -> str:
     """REHEARSAL, NOTE or BLOCKING (the default: a deviation nobody classified blocks)."""
     return next((kind for prefix, kind, _ in DEVIATION_KINDS if text.startswith(prefix)),

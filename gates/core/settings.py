@@ -8,17 +8,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
-    NonNegativeInt,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from .arms import Arms
+from .arms import Arms, WrittenPath
+from .cross_checks import KeyedError, fio_problem, site_problem
+from .soak_settings import SoakSettings
 from .steady import ROUNDS
 from .strict import Strict
-from .units import Duration, Rate, Size
+from .units import Bytes, Duration, Rate, Size
 
 # What fio accepts (fio 3.x source, github.com/axboe/fio; fio 3.33 checked): one fio process
 # holds at most 4088 jobs (fio.h REAL_MAX_JOBS 4096 in segments of JOBS_PER_SEG 8; init.c
@@ -48,11 +50,11 @@ class SiteInfo(Strict):
     procedure: str = "kvgate acceptance procedure"
     limits_profile: str = ""
     array: str = ""  # the catalogue array being bought: the summary prices what was measured
-    catalog: Path | None = None  # its price catalogue; default: the one shipped with kvgate
+    catalog: WrittenPath | None = None  # its price catalogue; default: the one shipped with kvgate
 
 
 class Target(Strict):
-    directory: Path
+    directory: WrittenPath
     create: bool = False
     min_free: Size = 0
     device: str = ""  # a raw block device: destructive, needs --destructive and the serial
@@ -82,10 +84,10 @@ class SteadyState(Strict):
 
 
 class FioSettings(Strict):
-    binary: str = "fio"
+    binary: str = Field(default="fio", min_length=1)
     file_size: Size = Field(gt=0)
     runtime: Duration = 30.0
-    ioengine: str = "libaio"
+    ioengine: str = Field(default="libaio", min_length=1)
     direct: bool = True
     timeout: Duration = Field(default=600.0, gt=0)
     seq_block: Size = Field(default=1024**2, gt=0)
@@ -117,6 +119,8 @@ class FioSettings(Strict):
             raise ValueError(f"runtime {self.runtime:g}s leaves no room for the steady-state "
                              f"window: it must be at least steady_state.ramp + window + 1s "
                              f"= {ss.ramp + ss.window + 1:g}s")
+        if problem := fio_problem(self):
+            raise problem
         return self
 
 
@@ -131,7 +135,7 @@ class Topology(Strict):
     data_disks: PositiveInt | None = None  # overrides the rule (RAID0 all, RAID5 -1, RAID6 -2)
     devices: list[str] = []  # NVMe namespaces of the array, e.g. ["/dev/nvme1n1"]; [] = all
     namespaces: PositiveInt | None = None  # namespaces the array must export
-    sector_size: Size | None = None  # logical sector size of every namespace
+    sector_size: Bytes | None = None  # logical sector size of every namespace
     capacity: Size | None = None  # ordered usable capacity of the target's block device
     mount_options: list[str] = []  # options the target's mount must carry, e.g. ["noatime"]
     interfaces: list[str] = []  # NICs that carry storage traffic, e.g. ["ens1f0np0"]
@@ -181,6 +185,16 @@ class WorkloadSettings(Strict):
     # hold; None = derive it from [sizing] (model, dtype, TP).
     kv_bytes_per_token: PositiveInt | None = None
 
+    @model_validator(mode="after")
+    def _flood_floods(self) -> WorkloadSettings:
+        # gates.inference.phases: a flood of no filler contexts evicts nothing, and says so
+        # only in the proof's eviction control, after every repetition has run.
+        if self.eviction == "flood" and self.filler_contexts == 0:
+            raise KeyedError("filler_contexts", (
+                'filler contexts evict nothing, and eviction = "flood" evicts the GPU cache by '
+                "sending them: write enough of them to fill the engine's KV cache"), "0")
+        return self
+
 
 class Sizing(Strict):
     """The buyer's model and context, for the G1 pre-flight prediction of the G3 gain."""
@@ -190,21 +204,6 @@ class Sizing(Strict):
     tp: PositiveInt = 8
     context_tokens: PositiveInt = 32768
     baseline_bw: Rate | None = None  # today's KV read bandwidth; None = the seed's 0.98 GB/s
-
-
-class SoakSettings(Strict):
-    """How G4 loads the candidate: multi-turn sessions, so the tier is written and read."""
-
-    duration: Duration | None = None  # None = thresholds.toml g4.duration (72 h)
-    window: Duration | None = None  # None = thresholds.toml g4.window
-    warmup_windows: NonNegativeInt | None = None  # None = thresholds.toml g4.warmup_windows
-    sessions: PositiveInt = 8
-    turns: PositiveInt = 4
-    first_tokens: PositiveInt = 2048
-    turn_tokens: PositiveInt = 128
-    output_tokens: PositiveInt = 32
-    verify_size: Size = Field(default=64 * 1024**2, gt=0)  # fio write+verify pass per window
-    verify_rate: Rate = 32e6  # low intensity: the soak's load, not fio, is under test
 
 
 class VllmChoice(Strict):
@@ -258,7 +257,7 @@ class Site(Strict):
     arms: Arms = {}
 
     @model_validator(mode="after")
-    def _engine_workload_fits(self) -> Site:
+    def _engine_workload_fits(self, info: ValidationInfo) -> Site:
         for where, keys in (("engine.workload", self.engine.workload),
                             ("engine.vllm.workload", self.engine.vllm.workload)):
             unknown = sorted(set(keys) - set(WorkloadSettings.model_fields))
@@ -266,11 +265,16 @@ class Site(Strict):
                 raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (known: "
                                  f"{', '.join(WorkloadSettings.model_fields)})")
             try:
-                self.engine_workload(keys)  # a bad value fails now, not when it is chosen
+                # A bad value fails now, not when it is chosen, and as the file wrote it: a
+                # time carries its unit here as in [workload].
+                WorkloadSettings.model_validate(self.workload.model_dump(mode="json") | keys,
+                                                context=info.context)
             except ValidationError as exc:
                 raise ValueError(f"{where}: " + "; ".join(
                     f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
                     from None
+        if problem := site_problem(self):
+            raise problem
         return self
 
     def engine_workload(self, overrides: dict | None = None) -> WorkloadSettings:

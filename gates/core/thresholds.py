@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import BaseModel, Field, PositiveInt, model_validator
 
+from .cross_checks import KeyedError, soak_problem
 from .paired import looks_problem
 from .strict import Strict
-from .units import Duration, Percent, Rate
+from .units import Duration, Percent, Rate, format_duration
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A relative rule of G2-G4: a limits profile may move it the stricter way only.
+
+    Profiles exist to replace the array's absolute G1 figures on a machine that is not the
+    array (the demo); the rules that compare the site with itself (stability, gains, drift,
+    errors) and the decision rule they are judged by hold wherever kvgate runs.
+    """
+
+    stricter: Literal["higher", "lower"]
+    order: tuple[str, ...] = ()  # a choice: its values from the loosest to the strictest
+
+    def relaxes(self, own: Any, profile: Any) -> bool:
+        """Whether the profile's value is looser than the file's own."""
+        if self.order:
+            own, profile = self.order.index(own), self.order.index(profile)
+        return profile < own if self.stricter == "higher" else profile > own
+
+
+FLOOR, CEILING = Relative("higher"), Relative("lower")
 
 
 class Meta(Strict):
@@ -17,11 +42,13 @@ class Meta(Strict):
 
 
 class Decision(Strict):
-    statistic: Literal["point", "lower_confidence_bound"] = "point"
-    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    statistic: Annotated[Literal["point", "lower_confidence_bound"], Relative(
+        "higher", ("point", "lower_confidence_bound"))] = "point"
+    confidence: Annotated[float, FLOOR] = Field(default=0.95, gt=0.5, lt=1.0)
     # A Limit's guard band is a fraction below 1 of its bound; 100 % would make all MARGINAL.
-    marginal_band: Percent = Field(default=0.0, ge=0.0, lt=100.0, description=(
-        "a share of the bound: at 100 % every pass would be MARGINAL"))
+    marginal_band: Annotated[Percent, FLOOR] = Field(
+        default=0.0, ge=0.0, lt=100.0,
+        description="a share of the bound: at 100 % every pass would be MARGINAL")
 
 
 class G1Limits(Strict):
@@ -44,14 +71,16 @@ class G1Limits(Strict):
 
 
 class G2Limits(Strict):
-    cv_max: Percent = 5.0
-    request_errors_max: int = Field(default=0, ge=0)
+    cv_max: Annotated[Percent, CEILING] = 5.0
+    request_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
     concurrency: list[PositiveInt] = Field(default=[8, 16], min_length=1)
     # CPU other processes may use during a baseline repetition before the baseline counts as
     # possibly starved (a slow baseline inflates every G3 gain): a deviation, with the figure.
-    other_cpu_max: Percent = Field(default=25.0, ge=0.0, le=100.0, description=(
-        "a share of all cores"))
-    repetitions: PositiveInt = 3
+    other_cpu_max: Annotated[Percent, CEILING] = Field(default=25.0, ge=0.0, le=100.0,
+                                                      description="a share of all cores")
+    repetitions: Annotated[int, FLOOR] = Field(default=3, ge=2, description=(
+        "the run-to-run coefficient of variation (g2.cv_max) is a sample standard deviation, "
+        "which one repetition does not have"))
     # The machine as a control: a fixed CPU workload timed between repetitions. A stability
     # failure while the machine's own speed moved more than this is INCONCLUSIVE (ERROR).
     cpu_speed_variation_max: Percent = Field(default=10.0, gt=0.0, le=100.0, description=(
@@ -60,23 +89,33 @@ class G2Limits(Strict):
 
 class G3Limits(Strict):
     # A reduction is a share of the baseline's TTFT; 100 % would be a TTFT of zero.
-    ttft_p50_reduction_min: Percent = Field(default=25.0, lt=100.0, description=(
-        "a reduction of 100 % would be a TTFT of zero"))
-    throughput_gain_min: Percent = 29.0
-    throughput_gain_claimed_max: Percent = 40.0
-    storage_read_fraction_min: Percent = Field(default=90.0, le=100.0, description=(
-        "a share of the expected KV bytes"))
+    ttft_p50_reduction_min: Annotated[Percent, FLOOR] = Field(
+        default=25.0, lt=100.0, description="a reduction of 100 % would be a TTFT of zero")
+    throughput_gain_min: Annotated[Percent, FLOOR] = 29.0
+    # Above it a gain is flagged for review: raising it flags less.
+    throughput_gain_claimed_max: Annotated[Percent, CEILING] = 40.0
+    storage_read_fraction_min: Annotated[Percent, FLOOR] = Field(
+        default=90.0, le=100.0, description="a share of the expected KV bytes")
     # The storage side's bytes during the probe as a share of the engine's own: a floor, and a
     # ceiling above which other I/O on the devices makes the figure unfit (MARGINAL).
-    storage_side_band_min: Percent = 90.0
-    storage_side_band_max: Percent = Field(default=150.0, gt=100.0, description=(
-        "at or below 100 % the engine's own reads would count as other I/O"))
-    correctness_tokens: PositiveInt = 16
+    storage_side_band_min: Annotated[Percent, FLOOR] = 90.0
+    storage_side_band_max: Annotated[Percent, CEILING] = Field(
+        default=150.0, gt=100.0,
+        description="at or below 100 % the engine's own reads would count as other I/O")
+    correctness_tokens: Annotated[PositiveInt, FLOOR] = 16
     # Largest |logprob| difference (nats) of an output token after a restore vs recompute, where
     # the engine sends logprobs (vLLM): equal greedy ids from a KV that is not quite the stored
     # one still move the logprobs. The CPU build gives 0.0000 (same kernels, bf16); a GPU's
     # chunked prefill vs one prefill differs in the last digits, far below 0.1.
-    correctness_logprob_gap_max: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
+    correctness_logprob_gap_max: Annotated[float, CEILING] = Field(default=0.1, ge=0.0,
+                                                                   allow_inf_nan=False)
+    # A divergence whose first differing token (after the first) had the two arms' chosen
+    # tokens within this many nats, every earlier token within gap_max, is a near-tie flip of
+    # greedy argmax (numerics), not corrupted KV: bf16 logprobs move in steps of 2^-7 ≈ 0.0078
+    # near 0 (vLLM's CPU build flipped at gaps 0.0000 and 0.0078, #29); two steps allowed.
+    # At most 1 nat: two tokens e times apart in probability are no tie.
+    correctness_tie_logprob_max: Annotated[float, CEILING] = Field(default=0.02, ge=0.0, le=1.0,
+                                                                   allow_inf_nan=False)
     # The paired comparison (gates.core.paired): baseline and candidate repetitions in ABBA
     # pairs, looked at after these pair counts (the last is the pair budget per level), while
     # comparison_budget lasts; each look holds its interval at (1 - confidence) / 2 / looks
@@ -85,7 +124,7 @@ class G3Limits(Strict):
     comparison_budget: Duration = Field(default=1800.0, gt=0, description=(
         "the time G3 may spend on pairs, all levels"))
     # G3's own baseline repetitions against G2's record: moved further than this, a deviation.
-    baseline_shift_max: Percent = Field(default=10.0, gt=0.0, le=100.0)
+    baseline_shift_max: Annotated[Percent, CEILING] = Field(default=10.0, gt=0.0, le=100.0)
 
     @model_validator(mode="after")
     def _band_in_order(self) -> G3Limits:
@@ -106,22 +145,22 @@ class G4Limits(Strict):
     # Left out of the throughput and TTFT rules (errors still count): a fresh engine whose
     # sessions start together is not yet at its operating point.
     warmup_windows: int = Field(default=1, ge=0)
-    request_errors_max: int = Field(default=0, ge=0)
-    verify_errors_max: int = Field(default=0, ge=0)
-    throughput_floor: Percent = Field(default=90.0, le=100.0, description=(
+    request_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
+    verify_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
+    throughput_floor: Annotated[Percent, FLOOR] = Field(default=90.0, le=100.0, description=(
         "a share of G3's throughput that every span's median window must reach"))
-    ttft_drift_max: Percent = 10.0
-    gap_max: Duration = 1800.0
+    ttft_drift_max: Annotated[Percent, CEILING] = 10.0
+    gap_max: Annotated[Duration, CEILING] = 1800.0
 
     @model_validator(mode="after")
     def _window_fits(self) -> G4Limits:
-        if self.window > self.duration:
-            raise ValueError(f"window ({self.window:g}s) is longer than the soak duration "
-                             f"({self.duration:g}s)")
-        if self.warmup_windows > 0 and self.warmup_windows + 2 > self.duration / self.window:
-            raise ValueError(f"warmup_windows ({self.warmup_windows}) leaves fewer than two "
-                             f"windows of the {self.duration:g}s soak ({self.window:g}s windows) "
-                             "to judge")
+        if problem := soak_problem(self.duration, self.window, self.warmup_windows):
+            key, text = problem
+            raise KeyedError(key, text.format(
+                duration=f'duration = "{format_duration(self.duration)}"',
+                window=f'window = "{format_duration(self.window)}"',
+                warmup=f"warmup_windows = {self.warmup_windows}"),
+                f'"{format_duration(getattr(self, key))}"')
         return self
 
 
@@ -142,3 +181,37 @@ class Thresholds(Strict):
         if problem := looks_problem(self.g3.pair_looks, (1 - self.decision.confidence) / 2):
             raise ValueError(f"g3.pair_looks: {problem}")
         return self
+
+
+def _relative_rules() -> dict[str, list[tuple[str, Relative]]]:
+    tables = {name: Thresholds.model_fields[name].annotation for name in ("decision", "g2", "g3",
+                                                                          "g4")}
+    return {name: [(key, rule) for key, field in model.model_fields.items()
+                   for rule in field.metadata if isinstance(rule, Relative)]
+            for name, model in tables.items() if isinstance(model, type)
+            and issubclass(model, BaseModel)}
+
+
+# Every relative rule, by table: what a limits profile may only tighten.
+RELATIVE = _relative_rules()
+
+
+def relaxations(own: Thresholds, profiled: Thresholds, profile: str) -> list[str]:
+    """Each relative rule the profile relaxes, named with both values ([] = none).
+
+    own: the file's own limits; profiled: the same file with [profiles.NAME] applied.
+    """
+    problems = []
+    for table, rules in RELATIVE.items():
+        mine, theirs = getattr(own, table), getattr(profiled, table)
+        written = mine.model_dump(mode="json"), theirs.model_dump(mode="json")
+        for key, rule in rules:
+            if rule.relaxes(getattr(mine, key), getattr(theirs, key)):
+                way = "at most" if rule.stricter == "lower" else "at least"
+                problems.append(
+                    f"key 'profiles.{profile}.{table}.{key}': profile '{profile}' sets "
+                    f"{json.dumps(written[1][key])}, looser than the file's own {table}.{key} "
+                    f"= {json.dumps(written[0][key])}: a limits profile may tighten G2-G4's "
+                    f"relative rules and the decision rule, never relax them (write {way} "
+                    f"{json.dumps(written[0][key])}, or leave the key out)")
+    return problems

@@ -43,8 +43,14 @@ class UnitError(ValueError):
 # of range for platform time_t").
 MAX_DURATION = 30 * 86400.0
 
+# The largest size a setting may hold: 2^63 - 1 bytes (8 EiB). Linux addresses no file or
+# device beyond it (loff_t is a signed 64-bit count), and fio refuses a larger size= ("failed
+# parsing size=9223372036854775808", fio 3.33).
+MAX_SIZE = 2**63 - 1
+
 # Validation context key set by gates.core.config for values read from a file a person wrote:
-# there a time or a percentage must carry its unit. Code passes plain seconds and percent.
+# there a time, a percentage or a size must carry its unit. Code passes plain seconds, percent
+# and bytes.
 WRITTEN = "kvgate.written"
 
 
@@ -194,6 +200,25 @@ def _written(info: ValidationInfo) -> bool:
     return bool(isinstance(info.context, dict) and info.context.get(WRITTEN))
 
 
+def _size_field(value: object, info: ValidationInfo) -> int:
+    """A Size: in a file a person wrote a number without a unit is refused (64: bytes? MiB?).
+
+    Zero is zero in any unit, so "0" and 0 need none.
+    """
+    size = parse_size(value)  # type: ignore[arg-type]
+    text = value.strip() if isinstance(value, str) else None
+    number = text if re.fullmatch(_NUMBER, text or "") else _plain_number(value) if _bare(
+        value) else None
+    if _written(info) and number is not None and Decimal(number) != 0:
+        raise UnitError(f"{value!r} has no unit: write a size with one, e.g. \"{number}MiB\" "
+                        f"or \"{number}GiB\" (\"{number}B\" if you mean {number} bytes)")
+    if size > MAX_SIZE:
+        raise UnitError(f"{value!r} is out of range: write a size of at most {MAX_SIZE}B "
+                        "(8 EiB): Linux addresses no file or device beyond it, and fio takes "
+                        "no larger size")
+    return size
+
+
 def _duration_field(value: object, info: ValidationInfo) -> float:
     """A Duration: in a file a person wrote a bare number is refused (5 s? 5 ms?)."""
     if _bare(value) and _written(info):
@@ -253,7 +278,10 @@ def _serialize_rate(v: float) -> str:
     return f"{gb} GB/s" if parse_rate(f"{gb} GB/s") == v else f"{_plain(v)} B/s"
 
 
-Size = Annotated[int, BeforeValidator(parse_size), PlainSerializer(_serialize_size)]
+Size = Annotated[int, BeforeValidator(_size_field), PlainSerializer(_serialize_size)]
+# A count of bytes that is always written in bytes, as a sector size is (512, 4096: what nvme
+# id-ns and lsblk print): a bare whole number is bytes, as the shipped examples write it.
+Bytes = Annotated[int, BeforeValidator(parse_size), PlainSerializer(_serialize_size)]
 Duration = Annotated[float, BeforeValidator(_duration_field), PlainSerializer(format_duration)]
 Rate = Annotated[float, BeforeValidator(parse_rate), PlainSerializer(_serialize_rate)]
 Percent = Annotated[float, BeforeValidator(_percent_field),

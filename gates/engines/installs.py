@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,3 +36,13 @@ def run_step(step: str, argv: list[str], log: Path, cwd: Path | None = None,
         again = f"\nto retry: {retry}" if retry else ""
         raise InstallError(f"{step} failed (exit {done.returncode}): {' '.join(argv)}{again}\n"
                            f"--- last lines of {log} ---\n{tail}")
+
+
+def short_of_space(home: Path, need: int) -> str:
+    """What is missing when the filesystem home will be on has less than need bytes free."""
+    probe = home
+    while not probe.exists():  # home is made by the install: ask the filesystem it will be on
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    return "" if free >= need else (f"{need / 1024**3:.0f} GiB free in {probe} (it has "
+                                    f"{free / 1024**3:.1f} GiB; KVGATE_CACHE moves the cache)")

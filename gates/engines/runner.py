@@ -115,10 +115,12 @@ class ArmRunner:
         if self._kept_log.exists():  # once, after the stop: the log grew until then
             self.add_evidence(self._kept_log)
 
-    def rep(self, c: int, r: int) -> Repetition:
-        """One cold-recovery repetition at concurrency c, bracketed by the CPU reference."""
+    def rep(self, c: int, r: int, again: int = 0) -> Repetition:
+        """One cold-recovery repetition at concurrency c, bracketed by the CPU reference;
+        again > 0 is repetition r measured once more (its own log), the same workload."""
         site, log = self.site, self.evidence_dir / (
-            f"{self.gate}-arm-{self.name}{self.tag}-c{c}-r{r + 1}.log")
+            f"{self.gate}-arm-{self.name}{self.tag}-c{c}-r{r + 1}"
+            f"{f'-again{again}' if again else ''}.log")
         topology = site.topology
         try:
             rep = run_arm_once(

@@ -10,8 +10,11 @@ from .comparison import (
     level_tables,
     look_plan,
 )
-from .g2g3 import by_concurrency, correctness, g2_measurements, g3_chains, g3_measurements, starved
-from .kv_dir import prepare_kv_dir, stored_bytes
+from .correctness import correctness
+from .errors import PhaseError
+from .g2g3 import by_concurrency, g2_measurements, g3_chains, g3_measurements, starved
+from .kv_dir import prepare_kv_dir
+from .kv_files import read_back, stored_bytes
 from .machine import MachineReadings
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (
@@ -19,7 +22,6 @@ from .phases import (
     ColdRecovery,
     HttpMetrics,
     MetricsSource,
-    PhaseError,
     evict,
     run_cold_recovery,
     scrape_all,
@@ -51,6 +53,7 @@ __all__ = [
     "level_tables",
     "look_plan",
     "prepare_kv_dir",
+    "read_back",
     "read_bytes_delta",
     "repetition",
     "run_cold_recovery",

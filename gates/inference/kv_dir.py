@@ -51,12 +51,6 @@ def _tally(entry: os.DirEntry) -> tuple[int, int]:
     return files, nbytes
 
 
-def stored_bytes(path: Path) -> int:
-    """Bytes of the files under a KV directory (kvgate's own marker left out)."""
-    with os.scandir(path) as entries:
-        return sum(_tally(e)[1] for e in entries if e.name != MARKER)
-
-
 def prepare_kv_dir(name: str, arm: Arm, allowed_roots: Path | Sequence[Path] | None,
                    mountinfo: Path = Path("/proc/self/mountinfo")) -> KvDir | None:
     """Empty the arm's KV directory (creating it if missing); None when the arm has no tier."""

@@ -1,6 +1,7 @@
 """What makes a probe read the storage, and what says it did: the page cache, /proc/PID/io.
 
-Before a probe every file in the arm's KV directory is fsynced and dropped from the page cache
+Before a probe, once the directory has held still (gates.inference.kv_files), every file in
+the arm's KV directory is fsynced and dropped from the page cache
 (posix_fadvise DONTNEED: no root needed, and only files kvgate's own KV directory holds are
 touched), so a restore must read the device. An engine reads its KV files in whichever of its
 processes runs the model (vLLM: a VLLM::Worker child of the API server), so the storage reads
@@ -14,24 +15,36 @@ from pathlib import Path
 
 import psutil
 
-from .kv_dir import MARKER
+from .kv_files import SETTLE_INTERVAL_S, file_sha256, wait_until_settled
 
 
-def drop_page_cache(kv_dir: Path) -> str:
-    """fsync and posix_fadvise(DONTNEED) every file under kv_dir; says what was done."""
-    files = sorted(p for p in kv_dir.rglob("*") if p.is_file() and not p.is_symlink()
-                   and p.name != MARKER)
-    total = 0
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
+def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None) -> str:
+    """Wait for the engine's writes to settle, then fsync and DONTNEED every KV file.
+
+    ``stored`` is filled with each file's SHA-256 first (relative path -> digest), read from
+    the page cache the engine's writes left, for gates.inference.read_back after the probe.
+    """
+    settled = wait_until_settled(kv_dir)  # PhaseError naming the directory if it never does
+    names = sorted(name for name, (_, _, regular) in settled.listing.items() if regular)
+    total = vanished = 0
+    for name in names:
         try:
+            fd = os.open(kv_dir / name, os.O_RDONLY)
+        except FileNotFoundError:
+            vanished += 1  # the engine renamed or removed it after the directory settled
+            continue
+        try:
+            if stored is not None:
+                stored[name] = file_sha256(fd)
             os.fsync(fd)  # dirty pages are not dropped: write them out first
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             total += os.fstat(fd).st_size
         finally:
             os.close(fd)
-    return (f"posix_fadvise(DONTNEED) after fsync on {len(files)} KV files "
-            f"({total / 1e6:.1f} MB) in {kv_dir}")
+    gone = f", {vanished} more vanished before they could be dropped" if vanished else ""
+    return (f"posix_fadvise(DONTNEED) after fsync on {len(names) - vanished} KV files "
+            f"({total / 1e6:.1f} MB) in {kv_dir}{gone}, once the directory had held still "
+            f"for {SETTLE_INTERVAL_S:g} s (waited {settled.seconds:g} s)")
 
 
 def tree_read_bytes(pid: int | None) -> dict[int, int] | None:

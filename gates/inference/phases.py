@@ -41,6 +41,8 @@ from ..proof import (
     server_identity,
     storage_reads,
 )
+from .errors import PhaseError
+from .kv_files import KvReadBack, read_back
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 
 Eviction = Literal["reset", "flood", "none"]
@@ -48,10 +50,6 @@ Eviction = Literal["reset", "flood", "none"]
 # (LMCache/LMCache lmcache/v1/cache_engine.py: LMCacheStatsLogger(log_interval=10)), so the
 # after-probe scrape waits past one interval or it would miss the probe's reads.
 COUNTER_DELAY_S = {"lmcache": 11.0}
-
-
-class PhaseError(Exception):
-    """A phase could not run (endpoint down, metrics unreadable); the message names the URL."""
 
 
 class MetricsSource(Protocol):
@@ -76,8 +74,16 @@ class HttpMetrics:
                     if len(body) > MAX_EXPOSITION:  # refused before it fills the memory
                         raise PhaseError(f"{url}: the exposition is larger than "
                                          f"{MAX_EXPOSITION // 2**20} MiB, the most kvgate reads")
-                return parse_metrics(body.decode("utf-8", "replace"))
-        except (aiohttp.ClientError, TimeoutError) as exc:
+                try:  # the text format is UTF-8 (Prometheus exposition_formats.md): never guess
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise PhaseError(f"{url}: the exposition is not UTF-8 (byte {exc.start}: "
+                                     f"{body[exc.start:exc.start + 1]!r})") from None
+                return parse_metrics(text)
+        except TimeoutError:
+            raise PhaseError(f"{url}: no whole answer within 30 s, the most kvgate waits for "
+                             "a scrape") from None
+        except aiohttp.ClientError as exc:
             raise PhaseError(f"{url}: {exc!r}") from None
         except MetricsParseError as exc:
             raise PhaseError(f"{url}: {exc}") from None
@@ -191,6 +197,7 @@ class ColdRecovery(BaseModel):
     nic_read_bytes: int | None = None
     rdma_read_bytes: int | None = None
     probe_prompt_tokens: int | None = None  # what the probe asked for: the tokens' ceiling
+    kv_read_back: KvReadBack | None = None  # the KV files as stored vs read back after the probe
 
     def storage_read_bytes(self) -> float | None:
         """Storage-read bytes of the probe summed over endpoints, None if not exposed."""
@@ -244,13 +251,18 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         done = "restarted the engine (its storage tier persists)"
     else:
         done = await evict(endpoints, eviction, plan, settings)
-    dropped = drop_page_cache(kv_dir) if kv_dir is not None else ""
+    # Off the event loop: it waits for the directory to hold still (gates.inference.kv_files).
+    stored: dict[str, str] = {}
+    dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored) \
+        if kv_dir is not None else ""
     (before, early), disk_before = await _scrape(source, urls), disks and disks.read()
     nic_before, io_before = nics.read() if nics else None, tree_read_bytes(pid)
     probe = await run_phase(plan.phase(PROBE), endpoints, settings, on_record)
     io_after = tree_read_bytes(pid)
     await asyncio.sleep(COUNTER_DELAY_S.get(engine, 0.0))
     (after, late), disk_after = await _scrape(source, urls), disks and disks.read()
+    # After every counter was read: the read-back's own reads land in no figure of the probe.
+    again = await asyncio.to_thread(read_back, kv_dir, stored) if kv_dir is not None else None
     wire = storage_reads(nic_before, nics.read()) if nics and nic_before else None
     problem = problem or early or late
     attribution = StorageAttribution(engine=engine or "unknown")
@@ -265,5 +277,5 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)),
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,
-        nic_read_bytes=wire.nic_bytes if wire else None,
+        kv_read_back=again, nic_read_bytes=wire.nic_bytes if wire else None,
         rdma_read_bytes=wire.rdma_bytes if wire else None)

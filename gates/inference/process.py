@@ -23,8 +23,11 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from ..core import LAUNCH_HOST, TAIL_LINES, Arm, ArmError, format_duration, render
+from ..core import Arm, ArmError, format_duration, render
 from ..loadgen import Endpoint
+
+LAUNCH_HOST = "127.0.0.1"  # launched arms serve on loopback only
+TAIL_LINES = 40  # of an engine's log, in every error that names its start, stop or crash
 
 HealthProbe = Callable[[str, float], int]  # (url, timeout) -> HTTP status; OSError if no answer
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # like aiohttp: no proxy

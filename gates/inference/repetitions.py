@@ -9,6 +9,7 @@ from pydantic import BaseModel, model_validator
 from ..core import percentile
 from ..loadgen import CpuUse, summarize
 from ..proof import ProbeEvidence, StorageReads, engine_evidence, level_evidence
+from .kv_files import KvReadBack
 from .machine import CpuReference
 from .phases import ColdRecovery
 
@@ -43,6 +44,7 @@ class Repetition(BaseModel):
     restore_gbps: float | None = None
     page_cache: str = ""  # how the page cache was dropped before the probe, if it was
     probe_read_bytes: dict[str, int] = {}  # probe request id -> bytes its restore read
+    kv_read_back: KvReadBack | None = None  # its KV files as stored vs read back (a launched arm)
     fit: bool = True  # the load generator's self-check
     unfit_reasons: list[str] = []
     outputs: dict[str, list[int]] = {}  # probe request id -> output token ids
@@ -84,6 +86,7 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         errors=len(failed), error_text="; ".join(sorted({r.error for r in failed}))[:500],
         evidence=probe_of(arm, cold), restore_gbps=cold.restore_gbps(),
         page_cache=cold.page_cache, probe_read_bytes=cold.probe_read_bytes,
+        kv_read_back=cold.kv_read_back,
         fit=cold.probe.self_check.fit,
         unfit_reasons=cold.probe.self_check.reasons,
         outputs={r.request_id: r.output_ids for r in cold.probe.records},

@@ -20,6 +20,7 @@ from .stream import ResponseStream
 from .traces import mooncake_replay
 from .workloads import (
     EVICT,
+    MAX_INPUT,
     PROBE,
     RESERVED,
     SEED,
@@ -41,6 +42,7 @@ __all__ = [
     "LoadResult",
     "LoadSettings",
     "LoopLagMonitor",
+    "MAX_INPUT",
     "PROBE",
     "Plan",
     "PlannedLike",

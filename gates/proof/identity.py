@@ -14,6 +14,7 @@ HTTP edge asks each once and never fails a run: an unanswered question is "unkno
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,10 @@ from pydantic import BaseModel
 SIM_HEADER = "X-KVGate-Simulator"  # the simulator sets it on every response
 SIM_OWNER = "kvgate-simulator"
 VERSION_PATHS = {"vllm": "/version", "sglang": "/server_info"}
+# A question is one small JSON answer: what a server sends past this, or after this long (a
+# trickle never stalls a read), is not waited for; the identity is then "unknown", saying why.
+ANSWER_MAX = 1 << 20
+ANSWER_SECONDS = 10.0
 
 
 class ServerIdentity(BaseModel):
@@ -55,22 +60,34 @@ def identify(models: Any, headers: Mapping[str, str], version: Any = None) -> Se
                           + (f", GET {VERSION_PATHS[owner]}" if number else ""))
 
 
-async def _get(session: aiohttp.ClientSession, url: str) -> tuple[Any, Mapping[str, str]]:
+async def _get(session: aiohttp.ClientSession, url: str) -> tuple[Any, Mapping[str, str], str]:
+    """The JSON body (None if none), headers, and why there is no body ("" when there is)."""
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as r:
-            body = await r.json(content_type=None) if r.status == 200 else None
-            return body, r.headers
-    except (aiohttp.ClientError, TimeoutError, ValueError):
-        return None, {}
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=ANSWER_SECONDS)) as r:
+            if r.status != 200:
+                return None, r.headers, f"GET {url}: HTTP {r.status}"
+            raw = bytearray()
+            async for part in r.content.iter_any():
+                raw += part
+                if len(raw) > ANSWER_MAX:
+                    return None, r.headers, (f"GET {url}: more than {ANSWER_MAX:,} bytes, the "
+                                             "most kvgate reads of it")
+            return json.loads(raw), r.headers, ""
+    except TimeoutError:
+        return None, {}, f"GET {url}: not answered within {ANSWER_SECONDS:g} s"
+    except (aiohttp.ClientError, ValueError, RecursionError) as exc:
+        return None, {}, f"GET {url}: {type(exc).__name__}"
 
 
 async def server_identity(url: str, api_key: str = "") -> ServerIdentity:
     """Ask a server what it is: GET /v1/models, then its version endpoint if it has one."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with aiohttp.ClientSession(headers=headers) as session:
-        models, seen = await _get(session, url.rstrip("/") + "/v1/models")
+        models, seen, why = await _get(session, url.rstrip("/") + "/v1/models")
         found = identify(models, seen)
+        if why and found.engine == "unknown":
+            return found.model_copy(update={"evidence": why})
         if found.engine in VERSION_PATHS:
-            version, _ = await _get(session, url.rstrip("/") + VERSION_PATHS[found.engine])
+            version, _, _ = await _get(session, url.rstrip("/") + VERSION_PATHS[found.engine])
             found = identify(models, seen, version)
         return found

@@ -1,5 +1,6 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
+from .given import NotVerifiable
 from .report import ReportContext, arm_row, format_value, retest_rows, write_reports
 from .signing import (
     KEY_DIR_ENV,
@@ -26,6 +27,7 @@ __all__ = [
     "BAD_INPUT",
     "KEY_DIR_ENV",
     "KEY_ENV",
+    "NotVerifiable",
     "PRIVATE_NAME",
     "PUBLIC_NAME",
     "PublicKey",

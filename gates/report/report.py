@@ -51,8 +51,9 @@ def decision_rule(record: GateRecord, statistic: str, confidence: float,
         "waiver. The gate PASSES only if at least one measurement was taken and every "
         "applicable measurement passed; any FAIL makes it FAIL; otherwise any ERROR (not "
         "measured) makes it ERROR, any BLOCKED makes it BLOCKED. NOT APPLICABLE checks and "
-        "REPORTED figures (measured, shown for the record, held against no limit) do not "
-        "count either way." + _design(record))
+        "REPORTED figures (measured, shown for the record: held against no limit, or a "
+        "shortened G4 rehearsal's trend rule whose interval its few windows leave across the "
+        "limit) do not count either way." + _design(record))
 
 
 def _design(record: GateRecord) -> str:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,14 +201,32 @@ def new_key(folder: Path) -> tuple[Path, Path, PublicKey]:
     return private, public, signer.public
 
 
+KEY_FILE_MAX = 64 * 1024  # a PEM key is a few hundred bytes
+
+
+def key_bytes(path: Path) -> tuple[bytes, int]:
+    """A key file's bytes and mode; ValueError unless it is a regular file of key size.
+
+    Checked before reading: a FIFO would block the run forever, /dev/zero never ends.
+    """
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("is not a regular file (a FIFO, device or directory): give the path "
+                         "of the key file itself")
+    if info.st_size > KEY_FILE_MAX:
+        raise ValueError(f"is {info.st_size:,} bytes, not a key (at most {KEY_FILE_MAX:,})")
+    return path.read_bytes(), info.st_mode
+
+
 def load_signer(path: Path) -> Signer:
     """The private key in a file (PEM PKCS#8, or 32 raw bytes); ConfigError naming the file."""
     path = Path(path).expanduser()
     try:
-        data = path.read_bytes()
-        mode = path.stat().st_mode
+        data, mode = key_bytes(path)
     except OSError as exc:
         raise ConfigError(path, [f"signing key unreadable: {exc.strerror or exc}"]) from None
+    except ValueError as exc:
+        raise ConfigError(path, [f"signing key {exc}"]) from None
     if mode & 0o077:
         raise ConfigError(path, [f"signing key is readable by others (mode {mode & 0o777:o}): "
                                  f"chmod 600 {path}"])
@@ -231,7 +250,10 @@ def configured_signer() -> Signer | None:
 
 def load_public(path: Path) -> PublicKey:
     """A public key file: PEM (the .pub kvgate writes), base64 of the raw key, or 32 raw bytes."""
-    data = Path(path).expanduser().read_bytes()
+    try:
+        data = key_bytes(Path(path).expanduser())[0]
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     try:
         if b"-----BEGIN" not in data:
             raw = data if len(data) == 32 else base64.b64decode(data.strip(), validate=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..core import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
+from .given import ARCHIVES, check_given
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
 from .signing import DuplicateKey, strict_json
@@ -27,7 +28,6 @@ from .trust import rel as _name
 
 EXTRA_KEYS = ("decision_rule", "record_sha256")  # written beside the record, not hashed
 RECORDS = "g[1-4].json"
-ARCHIVES = (".tar.gz", ".tgz", ".tar")
 
 
 def record_digest(body: dict) -> str:
@@ -68,15 +68,31 @@ def check_record(path: Path, root: Path | None = None) -> list[str]:
     return problems
 
 
+def _elsewhere(runs: Path, gate: str, run_id: str) -> str:
+    """Where a cited run's record is when its folder was renamed, or where it was looked for."""
+    try:
+        folders = sorted(p for p in runs.iterdir() if p.is_dir() and p.name != run_id)
+    except OSError:
+        folders = []
+    for folder in folders:
+        body, _ = _read(folder / f"{gate}.json", None)
+        if body is not None and body.get("run_id") == run_id:
+            return (f"folder {folder.name}/ holds run {run_id}'s {gate} record under another "
+                    f"name: a run is found by its id, so rename the folder back to {run_id}")
+    return (f"no folder {run_id}/ beside this run: verify the bundle `kvgate bundle` wrote, or "
+            f"the reports folder that holds every run of the chain")
+
+
 def _cited(path: Path, root: Path | None, gate: str, run_id: str, digest: str) -> list[str]:
     """A record cited by (gate, run, hash) must sit beside the citing run and hash as cited."""
     me = _name(path, root)
     if not run_id or Path(run_id).name != run_id or run_id in (".", ".."):
         return [f"{me}: cites {gate} of run {run_id!r}, which is not a run id"]
     cited = path.parent.parent / run_id / f"{gate}.json"
-    found, problem = _read(cited, root)
+    found, problem = _read(cited, root) if cited.exists() else (None, "")
     if found is None:
-        return [f"{me}: cites {gate} of run {run_id}, which is not here ({problem})"]
+        return [f"{me}: cites {gate} of run {run_id}, which is not here ("
+                f"{problem or _elsewhere(path.parent.parent, gate, run_id)})"]
     if found.get("record_sha256") != digest:
         return [f"{me}: the {gate} record it stands on ({run_id}) is not the one it cited"]
     return []
@@ -257,8 +273,12 @@ def verify_bundle(archive: Path) -> Verification:
 
 
 def examine(path: Path) -> Verification:
-    """Files checked, problems and signers for a run folder, one gate JSON, or a bundle."""
+    """Files checked, problems and signers for a run folder, one gate JSON, or a bundle.
+
+    Raises NotVerifiable (gates.report.given) for a path that is none of them: bad input.
+    """
     path = Path(path)
+    check_given(path)
     if path.is_file() and path.name.endswith(ARCHIVES):
         return verify_bundle(path)
     if path.is_file():
@@ -271,8 +291,6 @@ def examine(path: Path) -> Verification:
         return checked.add(_signed([path], root, missing))
     if (path / MANIFEST).is_file():
         return verify_tree(path)
-    if not path.is_dir():
-        return Verification([], [f"{path}: no such run folder, gate JSON or bundle"])
     return check_run(path, path)
 
 

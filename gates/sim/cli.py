@@ -70,16 +70,40 @@ def bandwidth(text: str) -> float:
     return result
 
 
+def port(text: str) -> int:
+    """A TCP port for --port: 0 (a free one) to 65535, said so otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 0 (any free port) to "
+                                         f"65535, not {text!r}")
+    return value
+
+
+def rate(text: str) -> float:
+    """A finite speed above zero for --prefill-tokens-per-s."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"tokens per second must be a finite number above "
+                                         f"0, e.g. 2000, not {text!r}")
+    return value
+
+
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
     """Declare the simulator's options on ``parser`` (standalone or `kvgate sim serve`)."""
     parser.add_argument("--profile", choices=sorted(PROFILES), default="tiny")
     parser.add_argument("--kv-dir", type=Path, help="storage tier directory (none: recompute)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=port, default=8000, help="0 = any free port")
     parser.add_argument("--faults", default="", help='JSON, e.g. \'{"error_every": 10}\'')
     parser.add_argument("--read-limit", default="",
                         help="cap the tier's read bandwidth, e.g. 20MB/s (a slower tier)")
-    parser.add_argument("--prefill-tokens-per-s", type=float, default=None, metavar="N",
+    parser.add_argument("--prefill-tokens-per-s", type=rate, default=None, metavar="N",
                         help="prefill speed instead of the profile's, e.g. 2000 (a slower "
                              "GPU: recomputing a prompt takes long beside restoring its KV)")
 
@@ -114,7 +138,12 @@ def serve_command(args: argparse.Namespace, name: str = "sim serve") -> int:
         print(f"{name}: bad --faults or --read-limit or --prefill-tokens-per-s: {exc}",
               file=sys.stderr)
         return 2
-    serve(profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
+    try:
+        serve(profile, args.kv_dir, host=args.host, port=args.port, faults=faults)
+    except OSError as exc:  # the port is taken, the host is not this machine's, the tier dir
+        print(f"{name}: cannot serve on {args.host}:{args.port} with KV tier "
+              f"{args.kv_dir or '(none)'}: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -2,7 +2,9 @@
 
 Status says whether the soak's runner is alive (its pid, the pid's start time and the
 heartbeat of every window, gates.soak.liveness) and, when it is not, the command that resumes
-it. Resume continues the soak as it was started: the same run id (the G4 record is written into
+it; a soak whose G4 record is written with windows left (it ended in ERROR) is over, and status
+says so instead. Status only reads the store: it creates none, and works on a read-only mount.
+Resume continues the soak as it was started: the same run id (the G4 record is written into
 the run the soak began in), the same --force, site and thresholds files, metrics port and
 checklist run, all read back from the soak's stored plan.
 """
@@ -22,7 +24,8 @@ from .runner import status
 from .store import SoakStore
 
 DEFAULT_OUT = DEFAULTS.out
-STATUS_EXIT = "exit codes: 0 running or finished, 1 not running with windows left, 2 no such soak"
+STATUS_EXIT = ("exit codes: 0 running, finished, or ended with its G4 record written, 1 not "
+               "running with windows left (resume it), 2 no such soak or no store")
 RESUME_EXIT = ("exit codes: those of `kvgate run` (0 pass, 1 fail, 2 error, 3 blocked); 2 also "
                "when the soak is unknown or its runner is still alive")
 
@@ -37,7 +40,11 @@ def add_soak_commands(commands: argparse._SubParsersAction) -> None:
     state = verbs.add_parser("status", help="progress, ETA, health and whether the runner is "
                              "alive", epilog=STATUS_EXIT)
     state.add_argument("run_id", nargs="?", default="", help="default: the newest soak")
-    add_run_options(state.add_argument, only=("out",))
+    # Not the run's --out (a folder kvgate writes into): status only reads, so a store on a
+    # read-only mount must do, and a folder without one is said to have none.
+    state.add_argument("--out", type=store_folder, default=DEFAULT_OUT,
+                       help="folder of the store to read (default: ./reports); only read, "
+                       "never written")
     resume = verbs.add_parser(
         "resume", help="continue a soak from its last committed window (after a crash)",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
@@ -51,6 +58,16 @@ def add_soak_commands(commands: argparse._SubParsersAction) -> None:
     resume.add_argument("--force", action="store_true",
                         help="run past an upstream gate that did not pass (a soak started with "
                         "--force resumes forced without it)")
+
+
+def store_folder(text: str) -> Path:
+    """`soak status --out DIR`: a folder that exists; it need not be writable."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: " + ("not a folder" if path.exists() else
+                                                        "no such folder")
+                                          + ": give the folder of your reports")
+    return path
 
 
 def resume_command(run_id: str, out: Path) -> str:
@@ -67,13 +84,24 @@ def liveness(soaks: SoakStore, run_id: str, out: Path) -> Liveness:
     return judge(soaks.runner(run_id), plan.window, done, resume_command(run_id, out))
 
 
+def ended(alive: Liveness, store: Store, run_id: str) -> Liveness:
+    """A soak not running whose run holds its G4 record already (an ERROR) is over: no resume."""
+    found = store.record(run_id, "g4")
+    if found is None or alive.busy or alive.kind == "finished":
+        return alive
+    report = store.run_dir(run_id) / "g4.html"
+    return Liveness(kind="ended", text=f"not running, and the soak has ended: its G4 record "
+                    f"is written ({found[0].verdict.value}) with windows left, so its verdict "
+                    f"stands ({report}); a new soak is `kvgate run g4`")
+
+
 def _error(text: str) -> int:
     Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {text}", highlight=False)
     return 2
 
 
 def _status(args: argparse.Namespace, console: Console) -> int:
-    with Store(args.out) as store:
+    with Store.reading(args.out) as store:  # a look: no store is created, none is written
         soaks = SoakStore(store)
         run_id = args.run_id or soaks.latest()
         plan = soaks.plan(run_id) if run_id else None
@@ -81,18 +109,18 @@ def _status(args: argparse.Namespace, console: Console) -> int:
             console.print(f"no soak {run_id or ''} in {args.out / DB_NAME}".replace("  ", " "))
             return 2
         found = status(plan, soaks.windows(run_id), soaks.deviations(run_id))
-        alive = liveness(soaks, run_id, args.out)
+        alive = ended(liveness(soaks, run_id, args.out), store, run_id)
     console.print(found.line(), highlight=False)
-    colour = {"running": "green", "finished": "green"}.get(alive.kind, "red")
+    colour = {"running": "green", "finished": "green", "ended": "yellow"}.get(alive.kind, "red")
     console.print(f"  runner: [{colour}]{alive.text}[/]", highlight=False)
     for signal, health in sorted(found.health.items()):
         console.print(f"  {signal}: {health}", highlight=False)
-    return 0 if alive.kind in ("running", "finished") else 1
+    return 0 if alive.kind in ("running", "finished", "ended") else 1
 
 
 def _resume(args: argparse.Namespace, console: Console,
             run_gates: Callable[[argparse.Namespace, Console], int]) -> int:
-    with Store(args.out) as store:
+    with Store.reading(args.out) as store:  # the run itself opens the store to write
         soaks = SoakStore(store)
         plan = soaks.plan(args.run_id)
         if plan is None:

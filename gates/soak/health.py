@@ -70,15 +70,27 @@ class ProcessHealth(BaseCollector):
         try:
             root = psutil.Process(pid)
             tree = [root, *root.children(recursive=True)]
-            rss = sum(p.memory_info().rss for p in tree)
-            fds = sum(p.num_fds() for p in tree)
+            counted = [_rss_and_fds(p, must=p is root) for p in tree]
         except psutil.NoSuchProcess:
             return HealthReading.failed(f"engine process {pid} is gone")
         except psutil.AccessDenied as exc:  # the engine is there: could not measure
             return HealthReading.failed(f"no permission to read the engine's process {pid} "
                                         f"({exc}): run kvgate as the engine's user or as root")
-        return HealthReading(values={"rss_bytes": float(rss), "open_files": float(fds),
-                                     "processes": float(len(tree))})
+        live = [c for c in counted if c is not None]
+        return HealthReading(values={"rss_bytes": float(sum(r for r, _ in live)),
+                                     "open_files": float(sum(f for _, f in live)),
+                                     "processes": float(len(live))})
+
+
+def _rss_and_fds(process, must: bool) -> tuple[int, int] | None:
+    """One process's RSS and open files; None for a child that ended between the listing and
+    the read (the engine's own process ending is the engine gone, and raises)."""
+    try:
+        return process.memory_info().rss, process.num_fds()
+    except psutil.NoSuchProcess:
+        if must:
+            raise
+        return None
 
 
 class FreeSpace(BaseCollector):

@@ -38,7 +38,7 @@ class RunnerMark(BaseModel):
 class Liveness(BaseModel):
     """What `kvgate soak status` says about the runner, and whether a resume may start."""
 
-    kind: Literal["running", "finished", "gone", "stopped", "hung", "unknown"]
+    kind: Literal["running", "finished", "ended", "gone", "stopped", "hung", "unknown"]
     text: str
 
     @property

@@ -39,9 +39,10 @@ def carry_engine_logs(store: Store, run_id: str, soak_run: str,
                       name: str) -> tuple[Path, list[Path]]:
     """(the log the resumed engine writes, the earlier logs now evidence of run_id).
 
-    In the soak's own run an unhashed log is renamed <stem>.before-resume-N.log and hashed; in
-    another run (the soak's own already has a G4 record) every engine log of the soak's run is
-    copied in under such names. The resumed engine then writes a log of its own.
+    In the soak's own run an unhashed log is renamed <stem>.before-resume-N.log and hashed (an
+    unhashed <stem>.after-resume-N.log is hashed under its name); in another run (the soak's
+    own already has a G4 record) every engine log of the soak's run is copied in under such
+    names. The resumed engine then writes a log of its own.
     """
     here = store.run_dir(run_id) / "evidence"
     here.mkdir(parents=True, exist_ok=True)
@@ -49,7 +50,9 @@ def carry_engine_logs(store: Store, run_id: str, soak_run: str,
     listed = set(store.manifest(run_id))
     carried = []
     if run_id == soak_run:
-        earlier = sorted(here.glob(f"{stem}.before-resume-*.log"))
+        # Every earlier engine's log: one written after a resume (<stem>.after-resume-N.log)
+        # whose resume was killed in turn was never hashed either, and must not stay unlisted.
+        earlier = sorted(here.glob(f"{stem}.*-resume-*.log"))
         log = here / name
         for path in earlier + ([log] if log.is_file() else []):
             if f"evidence/{path.name}" in listed:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core import G4Limits, GateRecord, Site, median
+from ..core import G4Limits, GateRecord, Site, format_duration, median, soak_problem
 from ..inference import Repetition
 from ..loadgen import Endpoint, LoadSettings, multi_turn
 from ..storage import CommandRunner
@@ -55,15 +55,22 @@ def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | 
     warmup, warmup_source = ((site.soak.warmup_windows, "site.toml [soak] warmup_windows")
                              if site.soak.warmup_windows is not None else
                              (limits.warmup_windows, "thresholds.toml [g4] warmup_windows"))
+    window, window_source = next((w, name) for w, name in (
+        (window, "--soak-window"), (site.soak.window, "site.toml [soak] window"),
+        (limits.window, "thresholds.toml [g4] window")) if w)
     plan = SoakPlan(run_id=run_id, duration=seconds, duration_source=source,
-                    window=window or site.soak.window or limits.window, warmup_windows=warmup,
+                    window=window, warmup_windows=warmup,
                     nominal_duration=limits.duration, nominal_window=limits.window,
                     g3_throughput=g3_throughput, started_with=started_with or StartOptions())
-    if plan.windows - warmup < 2:  # one window has no window-to-window noise to judge by
-        raise SetupError(f"{warmup_source} = {warmup} leaves {max(0, plan.windows - warmup)} of "
-                         f"the soak's {plan.windows} windows ({source}, {plan.window:g} s "
-                         "windows) to judge throughput and TTFT, which need two or more: lower "
-                         "it or lengthen the soak")
+    # The rule `kvgate config check` holds the files to, held here too: --soak-duration and
+    # --soak-window never passed through a file check.
+    if problem := soak_problem(plan.duration, plan.window, warmup):
+        fault, text = problem
+        said = {"duration": f'{source} "{format_duration(plan.duration)}"',
+                "window": f'{window_source} "{format_duration(plan.window)}"',
+                "warmup": f"{warmup_source} = {warmup}"}
+        raise SetupError(f"G4 could not judge this soak: {said[fault]} "
+                         + text.format(**said))
     return plan
 
 

@@ -43,7 +43,11 @@ class SoakStore:
 
     def __init__(self, store: Store):
         self.store, self.db = store, store.db
-        self.db.executescript(SCHEMA)
+        # A store opened to read (soak status) cannot create tables: one that has none has no
+        # soak, and says so instead of failing on a missing table.
+        self.present = store.has_table("soak_plans") if store.read_only else True
+        if not store.read_only:
+            self.db.executescript(SCHEMA)
 
     def save_plan(self, plan: SoakPlan) -> None:
         """Register the plan once; a second soak under one run id is an error."""
@@ -57,13 +61,13 @@ class SoakStore:
     def latest(self) -> str:
         """The run id of the newest soak, or ""."""
         row = self.db.execute("SELECT run_id FROM soak_plans ORDER BY rowid DESC LIMIT 1"
-                              ).fetchone()
+                              ).fetchone() if self.present else None
         return row["run_id"] if row else ""
 
     def plan(self, run_id: str) -> SoakPlan | None:
         """The stored plan of a run, or None."""
         row = self.db.execute("SELECT body FROM soak_plans WHERE run_id = ?",
-                              (run_id,)).fetchone()
+                              (run_id,)).fetchone() if self.present else None
         return SoakPlan.model_validate_json(row["body"]) if row else None
 
     def mark_runner(self, run_id: str, mark: RunnerMark) -> None:
@@ -90,8 +94,7 @@ class SoakStore:
                       heartbeat: float | None = None) -> None:
         """The window row, its samples, its requests and the runner's heartbeat, at once."""
         phase = f"{GATE}-window-{window.index:05d}"
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.store.transaction():
             if heartbeat is not None:
                 self.db.execute("UPDATE soak_runners SET heartbeat = ? WHERE run_id = ?",
                                 (heartbeat, run_id))
@@ -105,10 +108,6 @@ class SoakStore:
                 "INSERT INTO requests (run_id, phase, outcome, body) VALUES (?,?,?,?)",
                 [(run_id, phase, r.outcome.value, r.model_copy(update={"phase": phase})
                   .model_dump_json()) for r in records])
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
 
     def windows(self, run_id: str) -> list[WindowRecord]:
         """Committed windows in order."""

@@ -136,7 +136,10 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
     if output.exists():
         run.evidence.append(output)
     if done.timed_out:
-        run.error = f"fio was killed after the {fio.timeout + step.seconds:g} s timeout"
+        # The limit is the site's margin past the job's own planned time: say both, and where.
+        run.error = (f"fio was killed after {fio.timeout + step.seconds:g} s: the job's planned "
+                     f"{step.seconds:g} s plus site.toml [fio] timeout = {fio.timeout:g} s; "
+                     "raise [fio] timeout if the array is slow to finish the job")
         return run
     try:
         run.report = parse_fio_json(output.read_text(errors="replace") if output.exists()

@@ -45,7 +45,8 @@ def _allocated(st: os.stat_result) -> int:
 
 
 def ensure_directory(target: Target) -> Path:
-    """The target directory, created when it is missing and ``create = true`` allows it."""
+    """The target directory, created when it is missing and ``create = true`` allows it, as
+    the real path it leads to."""
     directory = target.directory
     vet_directory(directory)
     if not directory.exists():
@@ -65,7 +66,11 @@ def ensure_directory(target: Target) -> Path:
                               f"{exc.strerror or exc}") from None
     if not directory.is_dir():
         raise TargetError(f"target {directory} is not a directory (site.toml [target] directory)")
-    return directory
+    # fio refuses a symbolic link as directory= ("is not a directory": it lstats the path), so
+    # every tool is handed where the link leads, vetted again there.
+    real = real_path(directory)
+    vet_directory(real)
+    return real
 
 
 def check_directory(target: Target, needed: int, ours: set[str]) -> Path:

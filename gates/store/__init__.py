@@ -1,7 +1,9 @@
 """The results store (SQLite, WAL) and evidence bundles."""
 
 from .bundle import MANIFEST, SUFFIX, BundleError, parse_manifest, safe_extract, write_bundle
-from .store import DB_NAME, Store, check_run_id, new_run_id, sha256_file, utc_now, write_new
+from .faults import StoreError
+from .names import check_run_id, new_run_id, sha256_file, utc_now, write_new
+from .store import DB_NAME, Store
 
 __all__ = [
     "BundleError",
@@ -9,6 +11,7 @@ __all__ = [
     "MANIFEST",
     "SUFFIX",
     "Store",
+    "StoreError",
     "check_run_id",
     "new_run_id",
     "parse_manifest",

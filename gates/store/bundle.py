@@ -15,11 +15,15 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from .store import check_run_id
+from .names import check_run_id
 
 MANIFEST = "MANIFEST.sha256"
 SUFFIX = ".bundle.tar.gz"
-
+# A bundle's JSON, HTML and logs gzip 5-20x (a demo's: 6x); a decompression bomb 1000x. Members
+# are refused past this many times the archive's size (and past the floor for small bundles),
+# judged on their headers before their bytes are unpacked, so verify never fills the disk.
+UNPACK_RATIO_MAX = 100
+UNPACK_FLOOR = 64 << 20
 
 
 class BundleError(Exception):
@@ -119,11 +123,22 @@ def manifest_text(digests: dict[str, str]) -> str:
     return "".join(f"{digest}  {name}\n" for name, digest in sorted(digests.items()))
 
 
+def _recorded(folder: Path, run_id: str) -> None:
+    """A run with no gate record yet has nothing a bundle could prove: say so, write none."""
+    if not any(folder.glob("g[1-4].json")):
+        raise BundleError(f"run {run_id} has no gate record (no g1.json … g4.json in {folder}): "
+                          "it stopped before its first gate finished (killed?), or it is still "
+                          f"running (a soak: `kvgate soak status {run_id}`); there is nothing "
+                          "to bundle until a gate writes its record")
+
+
 def write_bundle(out: Path, run_id: str, dest: Path | None = None,
                  on_file: Callable[[str], None] | None = None) -> Path:
     """Pack the run and every run its chain cites into dest; an existing dest is an error."""
     out = Path(out)
-    members = bundle_members(out, runs_to_bundle(out, run_id))
+    runs = runs_to_bundle(out, run_id)
+    _recorded(out / runs[0], run_id)
+    members = bundle_members(out, runs)
     dest = Path(dest) if dest else out / f"{run_id}{SUFFIX}"
     try:
         handle = dest.open("xb")
@@ -171,14 +186,23 @@ def refusal(member: tarfile.TarInfo) -> str:
 
 
 def safe_extract(archive: Path, into: Path) -> None:
-    """Extract a bundle into a folder, refusing the whole archive if any member is unsafe."""
+    """Extract a bundle into a folder, refusing the whole archive if any member is unsafe or
+    the members would unpack to more than UNPACK_RATIO_MAX times the archive."""
     try:
+        size = archive.stat().st_size
+        cap, total, members = max(UNPACK_FLOOR, UNPACK_RATIO_MAX * size), 0, []
         with tarfile.open(archive, "r:*") as tar:
-            members = tar.getmembers()
-            for member in members:
+            for member in tar:  # one header at a time: a bomb is refused before it unpacks
                 why = refusal(member)
+                total += member.size
+                if not why and total > cap:
+                    why = (f"its members unpack to more than {cap:,} bytes "
+                           f"({UNPACK_RATIO_MAX} times its {size:,} bytes, or "
+                           f"{UNPACK_FLOOR >> 20} MiB): no kvgate bundle compresses so far "
+                           "(a decompression bomb?)")
                 if why:
                     raise BundleError(f"{archive.name}: refused: {why}")
+                members.append(member)
             tar.extractall(into, members=members, filter="data")
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BundleError(f"{archive.name}: not a readable .tar.gz bundle ({exc})") from None

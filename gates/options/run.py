@@ -1,5 +1,5 @@
 """The run options, declared once: `kvgate run`, `kvgate checklist`, `kvgate soak` and the pytest
-plugin all add them from here (the module imports only the core, so every room may use it).
+plugin all add them from here.
 
 The configuration they name is read and validated once per run (RunConfig.load) and handed to
 the gate session, whether the run started from the CLI or from `pytest -m gate`.
@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .core import LoadedFile, Site, Thresholds, in_checkout, load_config, shipped
+from ..core import LoadedFile, Site, Thresholds, in_checkout, load_config, shipped
+from .inputs import Range, duration_text, folder, input_file, run_id
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Option:
 
     flag: str
     help: str
-    kind: type = str
+    kind: Callable[[str], Any] = str  # argparse's and pytest's type=: it parses and checks
     metavar: str | None = None
 
     @property
@@ -55,23 +56,24 @@ class Option:
 
 
 RUN_OPTIONS = (
-    Option("--site", "site file (default: ./site.toml)", Path),
-    Option("--thresholds", "limits file (default: ./thresholds.toml)", Path),
-    Option("--out", "folder for the store, reports and evidence (default: ./reports)", Path),
-    Option("--run-id", "run id to use (default: a new one)"),
+    Option("--site", "site file (default: ./site.toml)", input_file),
+    Option("--thresholds", "limits file (default: ./thresholds.toml)", input_file),
+    Option("--out", "folder for the store, reports and evidence (default: ./reports)", folder),
+    Option("--run-id", "run id to use (default: a new one)", run_id),
     Option("--force", "run even if the upstream gate did not pass; the report says so in red",
            bool),
     Option("--destructive", "allow fio to write the raw block device named in [target] device",
            bool),
     Option("--confirm-serial", "that device's serial, typed back to confirm --destructive"),
-    Option("--soak-duration", "shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)"),
-    Option("--soak-window", "G4 window length, e.g. 1m"),
-    Option("--soak-metrics-port", "serve the soak's metrics for Prometheus on 127.0.0.1:PORT",
-           int, "PORT"),
+    Option("--soak-duration", "shorten G4 for a rehearsal, e.g. 10m (reported as no sign-off)",
+           duration_text(1.0)),
+    Option("--soak-window", "G4 window length, e.g. 1m", duration_text(1.0)),
+    Option("--soak-metrics-port", "serve the soak's metrics for Prometheus on 127.0.0.1:PORT "
+           "(0: any free port)", Range(0, 65535, whole=True, unit="a TCP port"), "PORT"),
     Option("--checklist-id", "the `kvgate checklist` run whose manual answers the reports carry",
            metavar="ID"),
     Option("--soak-resume", "continue the G4 soak of RUN_ID from its last committed window",
-           metavar="RUN_ID"),
+           run_id, "RUN_ID"),
 )
 DEFAULTS = RunOptions()
 

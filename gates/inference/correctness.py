@@ -1,0 +1,124 @@
+"""G3's correctness check: the greedy outputs after a restore against recompute's.
+
+Token ids first; where both arms send logprobs (vLLM), their values too, since equal ids from
+a KV that is not quite the stored one still move the logprobs. A divergence that begins at a
+near-tie (TIE_RULE) is numerics, reported with its gap but not counted as a mismatch.
+"""
+
+from __future__ import annotations
+
+from ..core import G3, Limit, Measurement
+from .repetitions import Repetition
+
+
+def divergence(rid: str, cand: Repetition, recompute: Repetition, tokens: int,
+               gap_max: float | None = None) -> str:
+    """Where a context's output after a restore first differs from recompute's ("" = nowhere).
+
+    With logprobs from both arms, equal ids whose logprobs differ by more than gap_max also
+    differ: the same greedy token from a KV that is not quite the one stored.
+    """
+    a, b = cand.outputs.get(rid, [])[:tokens], recompute.outputs.get(rid, [])[:tokens]
+    if not a:
+        return f"{rid}: no output token ids (the server did not return them)"
+    lp_a, lp_b = cand.logprobs.get(rid, [])[:tokens], recompute.logprobs.get(rid, [])[:tokens]
+    # Outputs may differ in length (one stream ended early): compare what both have.
+    gaps = [abs(x - y) for x, y in zip(lp_a, lp_b, strict=False)]
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if at is None and len(a) != len(b):
+        at = min(len(a), len(b))
+    if at is None and gap_max is not None:
+        at = next((i for i, g in enumerate(gaps) if g > gap_max), None)
+    if at is None:
+        return ""
+    gap = f", logprob gap {gaps[at]:.4f}" if at < len(gaps) else ""
+    return (f"{rid}: first differs at output token {at}: "
+            f"{a[at] if at < len(a) else 'end'} vs {b[at] if at < len(b) else 'end'}{gap}")
+
+
+def logprob_gap(cand: Repetition, recompute: Repetition, tokens: int) -> float | None:
+    """Largest |logprob| difference over the first tokens of every context, up to where its
+    ids first differ (after that the arms score different tokens); None: not sent."""
+    gaps = []
+    for rid, lps in cand.logprobs.items():
+        a, b = cand.outputs.get(rid, [])[:tokens], recompute.outputs.get(rid, [])[:tokens]
+        same = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), tokens)
+        gaps += [abs(x - y) for x, y in zip(lps[:same], recompute.logprobs.get(rid, [])[:same],
+                                            strict=False)]
+    return max(gaps) if gaps else None
+
+
+def correctness(cand: Repetition, recompute: Repetition, tokens: int,
+                gap_max: float | None = None, tie_max: float | None = None) -> Measurement:
+    """Greedy outputs (ids, and logprobs within gap_max) after a restore equal recompute's;
+    a divergence at a near-tie (tie_max, see near_tie) is numerics, reported, not counted."""
+    limit = Limit.at_most(0, "contexts")
+    found = {rid: (d, near_tie(rid, cand, recompute, tokens, gap_max, tie_max))
+             for rid in sorted(cand.outputs)
+             if (d := divergence(rid, cand, recompute, tokens, gap_max))}
+    bad = {rid: d for rid, (d, tie) in found.items() if not tie}
+    ties = [f"{d} <= {tie_max:g}" for d, tie in found.values() if tie]
+    gap = logprob_gap(cand, recompute, tokens)
+    said = "" if gap is None else (f"; largest logprob gap {gap:.4f} over the first {tokens} "
+                                   "tokens, up to a divergence") + (
+        "" if gap_max is None else f" (at most {gap_max:g})")
+    exact = len(cand.outputs) - len(found)
+    note = (f"no mismatch: {exact} of {len(cand.outputs)} probed contexts matched token for "
+            "token" + said if not bad else
+            "; ".join(bad.values()) + ": the restored KV is not the KV that was stored")
+    if ties:
+        note += (f"; {len(ties)} diverged at a near-tie, numerics and not a mismatch "
+                 f"({TIE_RULE.format(gap_max=gap_max, tie_max=tie_max)}): " + "; ".join(ties))
+    return G3["g3.outputs_differing"].measured(len(bad), limit, at=tokens, note=note)
+
+
+# Said in every note that counts a near-tie. LMCache's own correctness harness compares
+# logprobs and top-k, not ids alone (LMCache/LMCache benchmarks/hybrid_cache_correctness/
+# README.md: "selected token, log-probability, and top-k overlap ... within the numerical
+# tolerances").
+TIE_RULE = ("a divergence is numerical when it starts after the first output token, every "
+            "earlier token's logprobs agree within {gap_max:g} nats, and the two arms' chosen "
+            "tokens at the first difference have logprobs within {tie_max:g} nats of each "
+            "other: greedy argmax flips between two almost equal logits when a batch changes "
+            "the arithmetic; any other divergence is a mismatch")
+
+
+def near_tie(rid: str, cand: Repetition, recompute: Repetition, tokens: int,
+             gap_max: float | None, tie_max: float | None) -> bool:
+    """Whether a context's divergence is a near-tie flip (TIE_RULE), from its logprobs alone."""
+    if gap_max is None or tie_max is None:
+        return False
+    a, b = cand.outputs.get(rid, [])[:tokens], recompute.outputs.get(rid, [])[:tokens]
+    lp_a, lp_b = cand.logprobs.get(rid, [])[:tokens], recompute.logprobs.get(rid, [])[:tokens]
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if at is None or at == 0 or at >= min(len(lp_a), len(lp_b)):
+        return False  # same ids (a gap or a length), the first token, or no logprobs there
+    gaps = [abs(x - y) for x, y in zip(lp_a[:at + 1], lp_b[:at + 1], strict=True)]
+    return all(g <= gap_max for g in gaps[:at]) and gaps[at] <= tie_max
+
+
+def kv_read_back(c: int, reps: list[Repetition]) -> Measurement:
+    """A level's KV files as stored against as read back after each probe (SHA-256): exact,
+    where the outputs are only as sensitive as the model (a random-weight one hides a lot)."""
+    declared, limit = G3["g3.kv_read_back"], Limit.at_most(0, "files")
+    checks = [r.kv_read_back for r in reps]
+    if all(x is None for x in checks):
+        return declared.not_applicable("the candidate has no KV directory kvgate can read: "
+                                       "its files cannot be read back", at=c)
+    if None in checks:
+        return declared.error(f"{checks.count(None)} of {len(reps)} repetitions read no KV "
+                              "file back", limit, at=c)
+    files, size = sum(x.files for x in checks), sum(x.bytes for x in checks)
+    changed = [name for x in checks for name in x.changed]
+    vanished = sum(x.vanished for x in checks)
+    if not files:
+        return declared.error("no KV file was left to read back after the probes (the engine "
+                              f"wrote none, or removed all {vanished}): nothing shows the "
+                              "restored bytes were the stored ones", limit, at=c)
+    note = (f"{files} KV files ({size / 1e6:.1f} MB) over {len(reps)} repetitions hashed "
+            "(SHA-256) once the seed's writes had settled and again after the probe"
+            + (f"; {vanished} removed by the engine in between, not compared" if vanished else ""))
+    if changed:
+        note = (f"{len(changed)} of {files} KV files changed between store and restore "
+                f"({changed[0]}): the storage gave back other bytes than it was given; " + note)
+    return declared.measured(len(changed), limit, at=c, note=note)
