@@ -58,3 +58,14 @@ def test_a_real_mismatch_in_the_recorded_outputs_still_fails():
         assert m.note.startswith(f"probe-ctx-0003: first differs at output token {at}"), why
         assert "the restored KV is not the KV that was stored" in m.note
         assert "4 diverged at a near-tie" in m.note  # the recorded ties stay numerics
+
+
+def test_the_rule_is_said_even_when_nothing_diverged():
+    """A report whose contexts all matched still says how a divergence would have been judged."""
+    same = RECORDED["recompute"]
+    m = correctness(arm("candidate", same), arm("recompute", same), TOKENS, GAP_MAX, TIE_MAX)
+    assert m.outcome is Outcome.PASS and m.value == 0, m.note
+    assert "17 of 17 probed contexts matched" in m.note
+    assert "(the rule: a divergence is numerical when it starts after the first output token, " \
+        "every earlier token's logprobs agree within 0.1 nats" in m.note
+    assert "0.02 nats" in m.note and "near-tie, numerics" not in m.note
