@@ -1,7 +1,7 @@
 """What kvgate reads from a server it does not trust, over real loopback HTTP (issue #27): a
-/metrics body of any bytes, a counter that is not a count, a /v1/models that trickles or is
-huge. Each ends in a line naming the URL (and the cap, the series), never a traceback, a hang,
-or a silent exit 0 with "—" or "nan" for the storage reads."""
+/metrics body of any bytes or that trickles, a counter that is not a count, a /v1/models that
+trickles or is huge. Each ends in a line naming the URL (and the cap, the series), never a
+traceback, a hang, or a silent exit 0 with "—" or "nan" for the storage reads."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from gates.sim.server import build_app
 
 GARBLED = [b"\xff\xfe\x00garbage\n", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"]
 # A byte that is not UTF-8 inside a label: the live scrape (gates.inference.phases.HttpMetrics)
-# decodes with errors="replace", so the series is read under a label kvgate made up, where
-# `kvgate proof` refuses the same file naming the byte. Not this change's room to mend.
+# decodes strictly, as `kvgate proof` does for a file, and refuses it naming the byte, never
+# reading the series under a label kvgate made up.
 LATIN1 = b"# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{a=\"\xff\"} 5\n"
 
 
@@ -101,7 +101,8 @@ def test_any_bytes_as_a_metrics_body_never_give_a_traceback(capsys, tmp_path_fac
 
 # ---- /v1/models: a size and a total time, both named -----------------------------------------
 
-def trickling(byte: bytes = b" ", pause: float = 0.1, huge: int = 0) -> web.Application:
+def trickling(byte: bytes = b" ", pause: float = 0.1, huge: int = 0,
+              path: str = "/v1/models") -> web.Application:
     async def models(request):
         response = web.StreamResponse()
         await response.prepare(request)
@@ -114,8 +115,20 @@ def trickling(byte: bytes = b" ", pause: float = 0.1, huge: int = 0) -> web.Appl
             await asyncio.sleep(pause)
 
     app = web.Application()
-    app.router.add_get("/v1/models", models)
+    app.router.add_get(path, models)
     return app
+
+
+def test_a_trickling_metrics_body_is_cut_at_the_scrapes_cap():
+    """Each byte comes in time, so no read ever stalls: only the cap on the whole answer ends
+    the scrape, as a PhaseError naming the URL and the cap (the phase's proof INCONCLUSIVE)."""
+    from gates.inference import HttpMetrics, PhaseError
+
+    with serving(trickling(b"#", path="/metrics")) as url:
+        async def scrape():  # a scrape without a cap would wait for ever: fail the test instead
+            return await asyncio.wait_for(HttpMetrics(timeout=1.0).scrape(f"{url}/metrics"), 20)
+        with pytest.raises(PhaseError, match=rf"{url}/metrics: no whole answer within 1 s"):
+            asyncio.run(scrape())
 
 
 def test_a_trickling_model_list_is_cut_at_the_lookups_cap(monkeypatch):

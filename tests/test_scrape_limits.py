@@ -42,6 +42,20 @@ def test_a_metrics_body_over_the_limit_is_refused_naming_the_url(monkeypatch):
     assert small.sum("x_total") == 1
 
 
+def test_a_60_mb_metrics_body_of_many_series_is_refused_at_the_series_cap():
+    """The issue's 60 MB /metrics (#27), under the byte cap, at the real caps: read, and
+    refused at the series cap naming the family, not parsed for minutes (seconds here)."""
+    body = "".join(f'x_total{{pad="{i:040d}"}} 1\n' for i in range(1_000_000))
+    assert 55e6 < len(body) < 64 * 2**20
+
+    async def scrape(url):  # a hang fails the test rather than holding the run up
+        return await asyncio.wait_for(HttpMetrics().scrape(url), 120)
+
+    with pytest.raises(PhaseError, match=r"/metrics: line 100001: x_total: more than 100,000 "
+                                         r"series"):
+        asyncio.run(_serve(body, scrape))
+
+
 def test_the_probes_prompt_tokens_reach_the_proof(tmp_path):
     from test_phases import serve_and_run
 

@@ -301,6 +301,24 @@ def test_a_run_whose_disk_fills_up_says_its_record_is_not_stored_and_exits_2(gat
     assert "the filesystem holding it is full" in text
 
 
+def test_a_disk_that_fills_after_the_last_check_says_the_records_are_not_stored(gate_dir,
+                                                                               small_disk):
+    """Every measurement was stored; the gate's record, report and bundle, written when the
+    session ends, meet the full disk: said, exit 2, no traceback (plugin.pytest_sessionfinish)."""
+    out = small_disk / "reports"
+    suite = SUITE.format(fill=f"fill(Path({str(small_disk)!r}))").replace(
+        '    check(Measurement.measured("second", 12.0, Limit.at_least(10, "GB/s"), '
+        'note="n" * 200000))\n', "")
+    assert '"second"' not in suite
+    gate_dir.makepyfile(test_g1_fill=suite)
+    result = gate_dir.runpytest("-m", "g1", "--out", str(out))
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 2, text
+    no_traceback(text)
+    assert "the run's gate records could not be stored: kvgate store" in text
+    assert "the filesystem holding it is full" in text and "free space there" in text
+
+
 def test_a_run_on_a_garbage_store_does_not_start_and_says_why(gate_dir):
     gate_dir.makepyfile(test_g1_fill=SUITE.format(fill="pass"))
     out = gate_dir.path / "reports"

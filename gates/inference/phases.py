@@ -59,13 +59,17 @@ class MetricsSource(Protocol):
 
 
 class HttpMetrics:
-    """The real metrics source: GET over HTTP."""
+    """The real metrics source: GET over HTTP, the whole answer within timeout seconds (a
+    server that trickles its exposition cannot hold a phase up)."""
+
+    def __init__(self, timeout: float = 30.0):
+        self.timeout = timeout
 
     async def scrape(self, url: str) -> MetricSet:
         """Fetch and parse url; any failure is a PhaseError naming it."""
         try:
             async with aiohttp.ClientSession() as session, session.get(
-                    url, timeout=aiohttp.ClientTimeout(total=30)) as response:
+                    url, timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
                 if response.status != 200:
                     raise PhaseError(f"{url}: HTTP {response.status}")
                 body = bytearray()
@@ -81,8 +85,8 @@ class HttpMetrics:
                                      f"{body[exc.start:exc.start + 1]!r})") from None
                 return parse_metrics(text)
         except TimeoutError:
-            raise PhaseError(f"{url}: no whole answer within 30 s, the most kvgate waits for "
-                             "a scrape") from None
+            raise PhaseError(f"{url}: no whole answer within {self.timeout:g} s, the most "
+                             "kvgate waits for a scrape") from None
         except aiohttp.ClientError as exc:
             raise PhaseError(f"{url}: {exc!r}") from None
         except MetricsParseError as exc:
