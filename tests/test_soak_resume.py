@@ -156,8 +156,10 @@ def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run
                                           "of throughput and TTFT as the warm-up")
     assert record["facts"]["soak run"] == run_id
     # The killed engine's log is evidence of the record, under a name that says so.
+    # All of it: the engine (told to stop by SIGTERM when its runner died, PR_SET_PDEATHSIG)
+    # may still log its dying words, an in-flight request's error, after the test read it.
     earlier = folder / "evidence" / "g4-arm-candidate.before-resume-1.log"
-    assert earlier.read_text() == killed_log
+    assert earlier.read_text().startswith(killed_log)
     assert {"evidence/g4-arm-candidate.before-resume-1.log",
             "evidence/g4-arm-candidate.log"} <= set(record["evidence"])
     assert record["facts"]["engine logs before the resume"].startswith(

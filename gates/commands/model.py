@@ -46,7 +46,10 @@ RANGES = {dest: (flag, Range(low, high, whole=True)) for dest, (flag, low, high)
 RANGES |= {"efficiency": ("--efficiency", Range(0.001, 1, unit="a share of the read bandwidth")),
            "fill": ("--fill", Range(0.01, 1, unit="a share of the tier")),
            "prefill_rate": ("--prefill-rate", Range(1, 1e12, unit="tokens/s")),
-           "new_contexts_per_s": ("--new-contexts-per-s", Range(0, 1e6)),
+           # 0 = a working set never rewritten; a positive rate of 1e-300 overflows the same
+           # way, so at least 1e-6 (one new context in 12 days).
+           "new_contexts_per_s": ("--new-contexts-per-s", Range(1e-6, 1e6, zero=True,
+                                                                unit="new contexts per second")),
            "bw": ("--bw", Range(1, 1e15, unit="bytes/s")),
            "baseline_bw": ("--baseline-bw", Range(1, 1e15, unit="bytes/s"))}
 

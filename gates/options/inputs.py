@@ -126,18 +126,22 @@ class Range:
     whole: bool = False
     above: bool = False
     unit: str = ""  # what it counts, said in the refusal
+    zero: bool = False  # 0 itself too ("none"), below low: a rate that is off or at least low
 
     def said(self) -> str:
         """The range in words: "a whole number from 1 to 4,194,304 (tokens)"."""
         span = (f"above {_shown(self.low)} and at most" if self.above else
                 f"from {_shown(self.low)} to")
-        return (f"{'a whole number' if self.whole else 'a number'} {span} {_shown(self.high)}"
+        return (("0, or " if self.zero else "")
+                + f"{'a whole number' if self.whole else 'a number'} {span} {_shown(self.high)}"
                 + (f" ({self.unit})" if self.unit else ""))
 
     def holds(self, value: float) -> bool:
         """Whether a value is in the range (NaN and the infinities never are)."""
         if isinstance(value, float) and not math.isfinite(value):
             return False
+        if self.zero and value == 0:
+            return True
         return ((not self.whole or value == int(value)) and value <= self.high
                 and (value > self.low if self.above else value >= self.low))
 
