@@ -1,6 +1,7 @@
 """The vLLM arms: choosing vLLM, its argv and environment, and ExampleConnector's block rule."""
 
 import json
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -57,6 +58,9 @@ def test_the_installed_vllm_replaces_every_arm(tmp_path):
     assert all(not a.fresh_each_repetition and a.engine == "vllm" for a in run.arms.values())
     assert cand.env["VLLM_SERVER_DEV_MODE"] == "1"  # /reset_prefix_cache is a dev route
     assert all(str(tmp_path) in cand.env[k] for k in ("VLLM_CACHE_ROOT", "TMPDIR"))
+    # Python falls back to /tmp for a TMPDIR that does not exist: vLLM's sockets went there.
+    assert Path(cand.env["TMPDIR"]).is_dir() and cand.env["VLLM_RPC_BASE_PATH"] == \
+        cand.env["TMPDIR"]
     assert validate_arms(run.arms, ("baseline", "candidate", "recompute")) == []
 
 

@@ -92,13 +92,18 @@ def site_connector_problems(arms: dict[str, Arm], workload: WorkloadSettings) ->
 
 def _env(install: VllmInstall, choice: VllmChoice) -> dict[str, str]:
     runtime = install.directory / "runtime"
+    # vLLM puts its ZMQ IPC sockets (VLLM_RPC_BASE_PATH) and its shared-memory broadcast files
+    # (vllm_dist_*, vllm/utils/network_utils.py) in tempfile.gettempdir(), which falls back to
+    # /tmp when TMPDIR does not exist: made here, so a run leaves nothing in /tmp.
+    (runtime / "tmp").mkdir(parents=True, exist_ok=True)
     env = {"VLLM_CPU_KVCACHE_SPACE": str(choice.kv_cache_gib),
            # /reset_prefix_cache is a dev-mode route (vllm/entrypoints/serve/dev/cache/
            # api_router.py): the eviction between seed and probe.
            "VLLM_SERVER_DEV_MODE": "1",
            "VLLM_CACHE_ROOT": str(runtime / "vllm"),
            "TORCHINDUCTOR_CACHE_DIR": str(runtime / "inductor"), "TMPDIR": str(runtime / "tmp"),
-           "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+           "VLLM_RPC_BASE_PATH": str(runtime / "tmp"), "HF_HUB_OFFLINE": "1",
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     if choice.threads:
         env["VLLM_CPU_OMP_THREADS_BIND"] = "0" if choice.threads == 1 \
             else f"0-{choice.threads - 1}"
