@@ -213,6 +213,26 @@ def test_g2_measures_a_stable_baseline(world, g2):
             raise AssertionError(text + " (the simulator changed: update the model)")
 
 
+def test_a_server_kept_up_is_warmed_once_per_level_and_that_repetition_is_not_judged(world):
+    """A kept arm's first repetition at a level is not like the next ones (gates.engines.runner
+    ArmRunner.warm_up): G2 runs one more per level first, names its figures, judges the rest.
+    What the run did, not its timing: the verdict is whatever this machine gave."""
+    site = site_text(on_disk(world, "t-warm")).replace(
+        "[arms.baseline]\n", "[arms.baseline]\nfresh_each_repetition = false\n", 1)
+    assert "fresh_each_repetition = false" in site
+    passed_g1(world / "warm")
+    done, record = run(world, "g2", site, out="warm")
+    assert record is not None, done.stdout[-3000:]
+    said = record["facts"]["warm-up repetitions of baseline (not judged)"]
+    g2 = load_thresholds(world / "thresholds.toml")[0].g2
+    levels, reps = g2.concurrency, g2.repetitions
+    assert said.startswith("one per level before the judged ones, the server staying up")
+    assert all(f"@ {c}: TTFT p50 " in said for c in levels), said
+    judged = json.loads(next((world / "warm").glob(f"*/{G2_REPS}")).read_text())
+    assert sorted(r["concurrency"] for r in judged) == sorted(levels * reps)
+    assert sorted(r["repetition"] for r in judged) == sorted(list(range(reps)) * len(levels))
+
+
 def load_generator_saturated(world, record):
     """"" if G3's load generator kept up; else why not, when other processes took the CPU."""
     fit = outcomes(record)["Load generator fit for a gate @ concurrency 1"]

@@ -115,17 +115,34 @@ class ArmRunner:
         if self._kept_log.exists():  # once, after the stop: the log grew until then
             self.add_evidence(self._kept_log)
 
-    def rep(self, c: int, r: int, again: int = 0) -> Repetition:
+    @property
+    def persistent(self) -> bool:
+        """One server answers every repetition (kept, or someone else's endpoint): its first
+        repetition at a level is not like the next ones (see warm_up)."""
+        arm = self.site.arms[self.name]
+        return arm.kind == "endpoint" or not arm.fresh_each_repetition
+
+    def warm_up(self, c: int) -> Repetition:
+        """A repetition at concurrency c that is not judged: on a server that stays up, the
+        first repetition at a level ran 11-18 % slower than the next two (vLLM's CPU build,
+        8 of 10 levels the slowest; 16 short warm-up requests did not change it), so three
+        judged repetitions held that one's difference as run-to-run noise. Its requests are not
+        stored; its figures go in the record's facts."""
+        return self.rep(c, 0, warm=True)
+
+    def rep(self, c: int, r: int, again: int = 0, warm: bool = False) -> Repetition:
         """One cold-recovery repetition at concurrency c, bracketed by the CPU reference;
         again > 0 is repetition r measured once more (its own log), the same workload."""
+        name = f"warmup{f'-again{again}' if again else ''}" if warm else \
+            f"r{r + 1}{f'-again{again}' if again else ''}"
         site, log = self.site, self.evidence_dir / (
-            f"{self.gate}-arm-{self.name}{self.tag}-c{c}-r{r + 1}"
-            f"{f'-again{again}' if again else ''}.log")
+            f"{self.gate}-arm-{self.name}{self.tag}-c{c}-{name}.log")
         topology = site.topology
         try:
             rep = run_arm_once(
                 self.name, site.arms[self.name], site.workload, c, r, log=log,
-                kv_root=site.target.directory, run_id=self.run_id, on_record=self.on_record,
+                kv_root=site.target.directory, run_id=self.run_id,
+                on_record=None if warm else self.on_record,
                 output_tokens=self.output_tokens, devices=topology.devices,
                 kv_bytes_per_token=self.kv_bytes_per_token, interfaces=topology.interfaces,
                 rdma_devices=[topology.rdma_device] if topology.rdma_device else [],
