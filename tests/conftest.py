@@ -1,5 +1,7 @@
 """Shared helpers for kvgate's own tests."""
 
+import shutil
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -145,3 +147,19 @@ steady_state = {{ criterion = "bw:50%", window = "5s", ramp = "1s" }}
 [topology]
 mount_options = ["rw"]
 """
+
+
+@pytest.fixture
+def gate_dir(pytester, repo):
+    """A pytester folder with the shipped thresholds and a tiny site file (site
+    'plugin test'), for tests that run a gate suite of their own in it."""
+    shutil.copy(repo / "thresholds.toml", pytester.path / "thresholds.toml")
+    (pytester.path / "site.toml").write_text(textwrap.dedent("""
+        [site]
+        name = "plugin test"
+        [target]
+        directory = "target"
+        [fio]
+        file_size = "1MiB"
+    """))
+    return pytester

@@ -10,14 +10,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from _simserve import sim_serve
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -52,28 +51,12 @@ def parse(capsys, *argv: str) -> tuple[int, str]:
 # ---- outputs written after the work are checked before it ---------------------------------
 
 def test_loadgen_json_to_a_directory_is_refused_before_a_request_is_sent(tmp_path):
-    with socket.socket() as probe:  # the simulator, as a user runs it, on a free port
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    sim = subprocess.Popen([sys.executable, "-m", "gates.cli", "sim", "serve", "--profile",
-                            "tiny", "--port", str(port)], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with sim_serve() as (url, _):  # the simulator, as a user runs it, on a free port
         done = subprocess.run([sys.executable, "-m", "gates.cli", "loadgen", "--url", url,
                                "--requests", "2", "--context-tokens", "64", "--json",
                                str(tmp_path)], capture_output=True, text=True, timeout=120)
         with urllib.request.urlopen(url + "/metrics", timeout=5) as answer:
             served = answer.read().decode()
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "--json" in done.stderr
     assert "is a directory" in done.stderr and "sending" not in done.stdout

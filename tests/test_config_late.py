@@ -14,6 +14,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
+from _configcheck import REPO, check, refused
 from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,34 +29,6 @@ from gates.core.thresholds import RELATIVE, Relative
 from gates.core.units import SIZE_UNITS
 from gates.model import CATALOGUE
 from gates.soak import soak_plan
-
-BAD_INPUT = 2  # EXIT_CODES[Outcome.ERROR]: "2 error or bad input"
-REPO = Path(__file__).resolve().parent.parent
-
-
-def check(tmp_path: Path, capsys, site: list[tuple[str, str]] = (),
-          thresholds: list[tuple[str, str]] = (), site_text: str | None = None
-          ) -> tuple[int, str, Path, Path]:
-    """`kvgate config check` on the shipped files with the (old, new) texts replaced."""
-    paths = []
-    for name, edits, text in (("site.toml", site, site_text), ("thresholds.toml", thresholds,
-                                                                None)):
-        text = text if text is not None else (REPO / name).read_text()
-        for old, new in edits:
-            text = edited(text, old, new, where=name)
-        (tmp_path / name).write_text(text)
-        paths.append(tmp_path / name)
-    capsys.readouterr()
-    code = main(["config", "check", "--site", str(paths[0]), "--thresholds", str(paths[1])])
-    return code, capsys.readouterr().err, paths[0], paths[1]
-
-
-def refused(code: int, err: str, file: Path, *parts: str) -> None:
-    assert code == BAD_INPUT, err
-    assert f"configuration error: {file}:" in err, err
-    assert "Traceback" not in err, err
-    for part in parts:
-        assert part in err, f"{part!r} not in: {err}"
 
 
 def test_the_shipped_files_pass(tmp_path, capsys):

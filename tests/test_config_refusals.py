@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from _configcheck import BAD_INPUT, check, refused
 from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.cli import main
 from gates.core import (
     ConfigError,
     G1Limits,
@@ -33,30 +33,11 @@ from gates.core import (
 from gates.core.settings import FIO_MAX_IODEPTH, FIO_MAX_JOBS
 from gates.core.units import MAX_DURATION, parse_percent
 
-BAD_INPUT = 2  # EXIT_CODES[Outcome.ERROR]: "2 error or bad input"
-
 
 def config_check(tmp_path: Path, repo: Path, capsys, site: tuple[str, str] | None = None,
                  thresholds: tuple[str, str] | None = None) -> tuple[int, str, Path, Path]:
     """`kvgate config check` on the shipped files with one (old, new) text replaced."""
-    paths = []
-    for name, change in (("site.toml", site), ("thresholds.toml", thresholds)):
-        text = (repo / name).read_text()
-        if change:
-            assert change[0] in text, f"the shipped {name} no longer has {change[0]!r}"
-            text = text.replace(change[0], change[1])
-        (tmp_path / name).write_text(text)
-        paths.append(tmp_path / name)
-    capsys.readouterr()
-    code = main(["config", "check", "--site", str(paths[0]), "--thresholds", str(paths[1])])
-    return code, capsys.readouterr().err, paths[0], paths[1]
-
-
-def refused(code: int, err: str, file: Path, *parts: str) -> None:
-    assert code == BAD_INPUT, err
-    assert f"configuration error: {file}:" in err, err
-    for part in parts:
-        assert part in err, f"{part!r} not in: {err}"
+    return check(tmp_path, capsys, [site] if site else [], [thresholds] if thresholds else [])
 
 
 def test_the_shipped_files_pass(tmp_path, repo, capsys):

@@ -4,23 +4,15 @@ The rule is the generator's own lag alone (Repetition.fit), never either arm's f
 is bounded: at most REMEASURES set-aside pairs per level, none once the time budget is spent.
 """
 
-import importlib.util
-import sys
 
-from conftest import REPO
+from _fixturemods import fixture_module
 
 from gates.inference import Repetition
 
 
 def g3pairs():
-    """fixtures/g3pairs.py as the kvgate pytest plugin loads it (or loaded here the same way)."""
-    name = "kvgate_fixtures_g3pairs"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "fixtures" / "g3pairs.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """fixtures/g3pairs.py as the kvgate pytest plugin loads it."""
+    return fixture_module("g3pairs")
 
 
 def rep(arm: str, fit: bool, ttft: float = 1.0) -> Repetition:

@@ -7,13 +7,12 @@ run g4` builds it (a real GateSession, the soak runner on a fake clock, the G4 f
 `announce`) and its report and the procurement summary are read back.
 """
 
-import importlib.util
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from _edits import edited
+from _fixturemods import fixture_module
 
 from gates.core import SHORTENED, RequestOutcome, RequestRecord
 from gates.options import RunOptions
@@ -68,14 +67,8 @@ def open_session(root: Path, g4: str = "", soak: str = "", **options) -> GateSes
 
 
 def g4_fixture():
-    """fixtures/g4.py as the kvgate pytest plugin loaded it (or loaded here the same way)."""
-    name = "kvgate_fixtures_g4"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "fixtures" / "g4.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """fixtures/g4.py as the kvgate pytest plugin loads it."""
+    return fixture_module("g4")
 
 
 def plan_of(session: GateSession):

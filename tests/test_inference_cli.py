@@ -1,41 +1,20 @@
 """`kvgate sim serve` in one process and `kvgate loadgen` in another, as a user runs them."""
 
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
+from _simserve import sim_serve
 
+from gates.inference.process import free_port
 from gates.store import Store
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def simulator(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gates.cli", "sim", "serve", "--profile",
-                             "tiny", "--kv-dir", str(tmp_path / "kv"), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with sim_serve(tmp_path / "kv", subprocess.PIPE) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def loadgen(*args):

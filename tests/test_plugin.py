@@ -2,8 +2,6 @@
 
 import json
 import re
-import shutil
-import textwrap
 
 import pytest
 
@@ -35,19 +33,6 @@ def test_the_rest(check, kvgate):
 """
 
 
-@pytest.fixture
-def gate_dir(pytester, repo):
-    """A pytester folder with the shipped thresholds and a tiny site file."""
-    shutil.copy(repo / "thresholds.toml", pytester.path / "thresholds.toml")
-    (pytester.path / "site.toml").write_text(textwrap.dedent("""
-        [site]
-        name = "plugin test"
-        [target]
-        directory = "target"
-        [fio]
-        file_size = "1MiB"
-    """))
-    return pytester
 
 
 def write_suite(pytester, gate, value=12.0, crash="pass"):

@@ -12,11 +12,9 @@ full tmpfs.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -275,18 +273,6 @@ def test_figure(check):
 """
 
 
-@pytest.fixture
-def gate_dir(pytester, repo):
-    shutil.copy(repo / "thresholds.toml", pytester.path / "thresholds.toml")
-    (pytester.path / "site.toml").write_text(textwrap.dedent("""
-        [site]
-        name = "store faults"
-        [target]
-        directory = "target"
-        [fio]
-        file_size = "1MiB"
-    """))
-    return pytester
 
 
 def test_a_run_whose_disk_fills_up_says_its_record_is_not_stored_and_exits_2(gate_dir,

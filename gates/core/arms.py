@@ -114,6 +114,12 @@ class Arm(Strict):
     pp: PositiveInt = 1
     dp: PositiveInt = 1
 
+    @property
+    def stays_up(self) -> bool:
+        """One server answers every repetition: kept (fresh_each_repetition = false), or
+        someone else's endpoint. Its first repetition at a level is not like the next ones."""
+        return self.kind == "endpoint" or not self.fresh_each_repetition
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:

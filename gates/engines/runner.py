@@ -103,7 +103,7 @@ class ArmRunner:
 
     def __enter__(self) -> ArmRunner:
         arm = self.site.arms[self.name]
-        if arm.kind == "launch" and not arm.fresh_each_repetition:
+        if arm.kind == "launch" and arm.stays_up:
             self.kept = start_arm(self.name, arm, self._kept_log, self.run_id,
                                   self.site.target.directory)
         return self
@@ -115,26 +115,18 @@ class ArmRunner:
         if self._kept_log.exists():  # once, after the stop: the log grew until then
             self.add_evidence(self._kept_log)
 
-    @property
-    def persistent(self) -> bool:
-        """One server answers every repetition (kept, or someone else's endpoint): its first
-        repetition at a level is not like the next ones (see warm_up)."""
-        arm = self.site.arms[self.name]
-        return arm.kind == "endpoint" or not arm.fresh_each_repetition
-
     def warm_up(self, c: int) -> Repetition:
-        """A repetition at concurrency c that is not judged: on a server that stays up, the
-        first repetition at a level ran 11-18 % slower than the next two (vLLM's CPU build,
-        8 of 10 levels the slowest; 16 short warm-up requests did not change it), so three
-        judged repetitions held that one's difference as run-to-run noise. Its requests are not
-        stored; its figures go in the record's facts."""
+        """A repetition at concurrency c that is not judged: on a server that stays up
+        (Arm.stays_up), the first repetition at a level ran 11-18 % slower than the next two
+        (vLLM's CPU build, 8 of 10 levels the slowest; 16 short warm-up requests did not change
+        it), so three judged repetitions held that one's difference as run-to-run noise. Its
+        requests are not stored; its figures go in the record's facts."""
         return self.rep(c, 0, warm=True)
 
     def rep(self, c: int, r: int, again: int = 0, warm: bool = False) -> Repetition:
         """One cold-recovery repetition at concurrency c, bracketed by the CPU reference;
         again > 0 is repetition r measured once more (its own log), the same workload."""
-        name = f"warmup{f'-again{again}' if again else ''}" if warm else \
-            f"r{r + 1}{f'-again{again}' if again else ''}"
+        name = "warmup" if warm else f"r{r + 1}{f'-again{again}' if again else ''}"
         site, log = self.site, self.evidence_dir / (
             f"{self.gate}-arm-{self.name}{self.tag}-c{c}-{name}.log")
         topology = site.topology
