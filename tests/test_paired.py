@@ -46,18 +46,18 @@ def pairs(n, reduction, sd, seed=0, drift=0.0):
 # ---- the interval --------------------------------------------------------------------------
 
 def test_sign_interval_hand_computed():
-    # 7 pairs at 98.33 % (alpha 2.5 % over three looks): k = 1, the extremes; P(miss) = 2/128.
+    # 7 pairs at the first look's level (rank 1, the extremes): P(miss) = 2/128.
     d = [0.3, -0.1, 0.2, 0.0, 0.5, -0.4, 0.1]
-    median, lo, hi = sign_interval(d, PLAN.level)
+    median, lo, hi = sign_interval(d, PLAN.level(7))
     assert (median, lo, hi) == (0.1, -0.4, 0.5)
-    assert coverage_of(7, PLAN.level) == pytest.approx(1 - 2 / 128)
+    assert coverage_of(7, PLAN.level(7)) == pytest.approx(1 - 2 / 128)
     # 20 pairs at 95 %: k = 6 (P(X <= 5) = 0.0207 <= 0.025, P(X <= 6) = 0.0577 > 0.025).
     d20 = [i / 10 for i in range(20)]
     assert sign_interval(d20, 0.95)[1:] == (0.5, 1.4)
 
 
 def test_too_few_pairs_give_an_unbounded_interval():
-    median, lo, hi = sign_interval([0.1, 0.2, 0.3], PLAN.level)
+    median, lo, hi = sign_interval([0.1, 0.2, 0.3], PLAN.level(7))
     assert median == 0.2 and lo == -math.inf and hi == math.inf
     assert fewest_pairs(0.025 / 3) == 7 and fewest_pairs(0.025) == 6
 
@@ -96,8 +96,8 @@ def test_a_staircase_inside_a_repetition_does_not_widen_the_interval():
     flat = [statistics.median(staircase)] * 16
     rng = random.Random(3)
     cand = [0.5 * statistics.median(staircase) * math.exp(rng.gauss(0, 0.02)) for _ in range(7)]
-    a = sign_interval(log_ratios([statistics.median(staircase)] * 7, cand), PLAN.level)
-    b = sign_interval(log_ratios([statistics.median(flat)] * 7, cand), PLAN.level)
+    a = sign_interval(log_ratios([statistics.median(staircase)] * 7, cand), PLAN.level(7))
+    b = sign_interval(log_ratios([statistics.median(flat)] * 7, cand), PLAN.level(7))
     assert a == pytest.approx(b)
     assert a[2] - a[1] < 0.1  # the queue's 1.65 s spread is nowhere in it
 
@@ -132,10 +132,48 @@ def test_a_first_look_the_sign_test_cannot_decide_is_named():
     assert looks_problem([7, 14, 28], 0.025) == ""
 
 
-def test_each_look_spends_an_equal_share():
-    assert PLAN.alpha_per_look == pytest.approx(0.025 / 3)
-    assert PLAN.level == pytest.approx(1 - 0.05 / 3)
-    assert PLAN.budget == 28
+def test_the_shipped_shape_of_plan_spends_what_bonferroni_would_at_these_counts():
+    # 7 pairs all beyond the limit (2^-7 = 0.78 %), then 3 and 8 of 14 and 28 below it: one
+    # more at 28 would take the exact count over 2.5 %; an equal share each (0.83 %) gives
+    # the same ranks, so the exact count only shows how much of alpha is left unspent.
+    assert PLAN.ranks == (1, 3, 8) and PLAN.budget == 28
+    assert PLAN.level(7) == pytest.approx(1 - 2 / 128)
+    assert PLAN.risk == pytest.approx(0.016969, abs=1e-6) and PLAN.risk <= 0.025
+    with pytest.raises(ValueError, match="not at 10"):
+        PLAN.rank(10)
+
+
+def test_what_an_early_look_leaves_unspent_passes_to_the_last():
+    # At 56 pairs Bonferroni (0.83 % per look) allows 19 below; counted exactly, 20.
+    plan = LookPlan(looks=(7, 14, 56), alpha=0.025)
+    assert plan.ranks == (1, 3, 20) and binomial_tail(56, 18) <= 0.025 / 3
+    assert binomial_tail(56, 19) > 0.025 / 3 and plan.risk <= 0.025
+
+
+def _crossing_by_enumeration(looks, ranks):
+    """Share of all 2^n sign sequences on which some look has at most rank - 1 pairs below."""
+    n, hit = looks[-1], 0
+    for signs in range(2 ** n):
+        below = [bin(signs & ((1 << m) - 1)).count("1") for m in looks]
+        hit += any(b <= k - 1 for b, k in zip(below, ranks, strict=True))
+    return hit / 2 ** n
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(2, 13), min_size=1, max_size=4, unique=True).map(sorted),
+       st.floats(0.002, 0.3))
+def test_the_counted_risk_is_every_sign_sequence_enumerated_and_within_alpha(looks, alpha):
+    try:
+        plan = LookPlan(looks=tuple(looks), alpha=alpha)
+    except ValueError:
+        return  # a first look that can never decide: refused, tested above
+    assert plan.risk == pytest.approx(_crossing_by_enumeration(looks, plan.ranks))
+    assert plan.risk <= alpha
+    for j, (n, k) in enumerate(zip(plan.looks, plan.ranks, strict=True)):
+        if k < n // 2:  # one rank more at this look would overspend its share
+            more = plan.ranks[:j] + (k + 1,)
+            assert _crossing_by_enumeration(plan.looks[:j + 1], more) > \
+                alpha * (j + 1) / len(looks)
 
 
 # ---- the sequential rule on constructed data -----------------------------------------------
@@ -203,14 +241,15 @@ def test_a_slow_repetition_now_and_then_does_not_move_the_decision():
 
 
 def test_pairs_needed_is_what_the_observed_share_would_take():
-    # 7 pairs, 5 beyond the limit: the sign test at 0.83 % per side decides once the count
-    # beyond reaches its critical value at that share.
+    # 7 pairs, 5 beyond the limit: the sign test at an equal share per look (0.83 % per side)
+    # decides once the count beyond reaches its critical value at that share.
     beyond, short = to_log("reduction", 35.0), to_log("reduction", 20.0)
     d = [beyond] * 5 + [short] * 2
     n = pairs_needed(d, "reduction", REDUCTION, PLAN)
     assert n is not None and n > 7
-    assert binomial_tail(n, n - math.ceil(5 / 7 * n)) <= PLAN.alpha_per_look
-    assert binomial_tail(n - 1, n - 1 - math.ceil(5 / 7 * (n - 1))) > PLAN.alpha_per_look
+    side = 0.025 / 3
+    assert binomial_tail(n, n - math.ceil(5 / 7 * n)) <= side
+    assert binomial_tail(n - 1, n - 1 - math.ceil(5 / 7 * (n - 1))) > side
 
 
 # ---- the rule's risk -----------------------------------------------------------------------

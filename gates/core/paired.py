@@ -12,11 +12,11 @@ level for ANY continuous distribution of the pairs. A t interval on mean(d) does
 on this project's recorded simulator pairs, whose candidate now and then ran a repetition 40 %
 slow (right skew), a t-interval rule passed a candidate at the limit 13-19 % of the time.
 
-The rule looks at the pair counts of ``LookPlan.looks`` only. Each look holds its interval at
-alpha / K per side (K looks): by the union bound the chance that ANY look wrongly clears the
-limit is at most alpha, however many looks stop early (Bonferroni alpha spending). A look
-decides PASS when the interval clears the limit, FAIL when it lies wholly on the wrong side;
-the last look (or a spent budget) without a decision is MARGINAL.
+The rule looks at the pair counts of ``LookPlan.looks`` only. Each look's rank is chosen so
+that the chance that ANY look wrongly clears the limit, counted exactly over the sign test's
+paths (spending.py), is at most alpha, however early the rule stops. A look decides PASS when
+the interval clears the limit, FAIL when it lies wholly on the wrong side; the last look (or a
+spent budget) without a decision is MARGINAL.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .spending import spending_ranks, spent_risk
 from .stats import Comparison, DecisionStatistic, decide
 from .verdict import Limit, Outcome
 
@@ -73,14 +74,29 @@ class LookPlan(BaseModel):
         return self
 
     @property
-    def alpha_per_look(self) -> float:
-        """One-sided risk each look may spend (Bonferroni: an equal share)."""
-        return self.alpha / len(self.looks)
+    def ranks(self) -> tuple[int, ...]:
+        """Each look's sign-test rank, from the exact spending of alpha (spending.py)."""
+        return spending_ranks(self.looks, self.alpha)
 
     @property
-    def level(self) -> float:
-        """Two-sided confidence level of each look's interval."""
-        return 1 - 2 * self.alpha_per_look
+    def risk(self) -> float:
+        """The plan's false accept at a limit, counted exactly: at most alpha."""
+        return spent_risk(self.looks, self.alpha)
+
+    def rank(self, pairs: int) -> int:
+        """The rank of the look at this pair count (ValueError: the plan makes no such look)."""
+        if pairs not in self.looks:
+            raise ValueError(f"the plan looks at {list(self.looks)} pairs, not at {pairs}")
+        return self.ranks[self.looks.index(pairs)]
+
+    def level(self, pairs: int) -> float:
+        """Two-sided confidence of the look's interval at this pair count."""
+        return 1 - 2 * binomial_tail(pairs, self.rank(pairs) - 1)
+
+    @property
+    def levels(self) -> str:
+        """Every look's level, for a report: '98.44 / 98.71 / 97.78 %'."""
+        return " / ".join(f"{100 * self.level(n):.4g}" for n in self.looks) + " %"
 
     @property
     def budget(self) -> int:
@@ -133,7 +149,12 @@ def sign_interval(d: Sequence[float], level: float) -> tuple[float, float, float
     """Median of d and the sign test's interval at ``level`` (log scale; ±inf: too few)."""
     if not d:
         raise ValueError("an interval needs at least one pair")
-    xs, k = sorted(d), order_rank(len(d), level)
+    return rank_interval(d, order_rank(len(d), level))
+
+
+def rank_interval(d: Sequence[float], k: int) -> tuple[float, float, float]:
+    """Median of d and its order statistics [d_(k), d_(n+1-k)] (k 0: ±inf, too few pairs)."""
+    xs = sorted(d)
     if k == 0:
         return statistics.median(xs), -math.inf, math.inf
     return statistics.median(xs), xs[k - 1], xs[len(xs) - k]
@@ -158,11 +179,11 @@ class Look(BaseModel):
 
 def look(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
          statistic: DecisionStatistic = "point", last: bool = False) -> Look:
-    """What one look at these pairs decides for a >= or <= limit on the % figure."""
-    median, lo_d, hi_d = sign_interval(d, plan.level)
+    """What the plan's look at these pairs decides for a >= or <= limit on the % figure."""
+    median, lo_d, hi_d = rank_interval(d, plan.rank(len(d)))
     ends = sorted((to_percent(metric, lo_d), to_percent(metric, hi_d)))
     point = to_percent(metric, median)
-    comparison = Comparison(point=point, lo=ends[0], hi=ends[1], confidence=plan.level,
+    comparison = Comparison(point=point, lo=ends[0], hi=ends[1], confidence=plan.level(len(d)),
                             n_baseline=len(d), n_candidate=len(d), statistic_text="")
     if decide(comparison, limit, statistic) is Outcome.PASS:
         outcome: LookOutcome = "PASS"
@@ -170,7 +191,7 @@ def look(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
         outcome = "FAIL"  # the whole interval on the wrong side
     else:
         outcome = "MARGINAL" if last else "continue"
-    return Look(pairs=len(d), point=point, lo=ends[0], hi=ends[1], level=plan.level,
+    return Look(pairs=len(d), point=point, lo=ends[0], hi=ends[1], level=plan.level(len(d)),
                 outcome=outcome)
 
 
@@ -212,7 +233,8 @@ def pairs_needed(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPla
     """Pairs at which the observed share beyond the limit would decide (None: no number).
 
     The sign test counts the pairs on the point's side of the limit; if that share stayed as
-    observed, this is the fewest pairs at which a look at the plan's per-look level decides.
+    observed, this is the fewest pairs at which one look at an equal share of the plan's risk
+    (alpha / K per side, K looks) decides: a plan with more pairs is another plan.
     """
     bound = limit.lo if limit.lo is not None else limit.hi
     if not d or bound is None:
@@ -222,8 +244,9 @@ def pairs_needed(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPla
     share = sum((x < at) == (median < at) and x != at for x in d) / len(d)
     if median == at or share <= 0.5:
         return None
+    side = plan.alpha / len(plan.looks)
     return next((n for n in range(max(len(d), 1), MAX_PAIRS + 1)
-                 if binomial_tail(n, n - math.ceil(share * n)) <= plan.alpha_per_look), None)
+                 if binomial_tail(n, n - math.ceil(share * n)) <= side), None)
 
 
 def pass_probability(plan: LookPlan, metric: Metric, limit: Limit, true_percent: float,

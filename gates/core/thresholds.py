@@ -118,9 +118,9 @@ class G3Limits(Strict):
                                                                    allow_inf_nan=False)
     # The paired comparison (gates.core.paired): baseline and candidate repetitions in ABBA
     # pairs, looked at after these pair counts (the last is the pair budget per level), while
-    # comparison_budget lasts; each look holds its interval at (1 - confidence) / 2 / looks
-    # per side, so the whole plan's false-accept risk is at most (1 - confidence) / 2.
-    pair_looks: list[PositiveInt] = Field(default=[7, 14, 28], min_length=1, max_length=20)
+    # comparison_budget lasts; each look's rank is chosen so that the whole plan's false-accept
+    # risk, counted exactly (gates.core.spending), is at most (1 - confidence) / 2.
+    pair_looks: list[PositiveInt] = Field(default=[7, 14, 56], min_length=1, max_length=20)
     comparison_budget: Duration = Field(default=1800.0, gt=0, description=(
         "the time G3 may spend on pairs, all levels"))
     # G3's own baseline repetitions against G2's record: moved further than this, a deviation.

@@ -104,8 +104,8 @@ def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic
     final = s.final
     said = [f"median of candidate / baseline over {final.pairs} ABBA pairs, "
             f"{100 * final.level:.4g} % sign-test interval (look {len(s.looks)} of "
-            f"{len(rule.looks)} at {list(rule.looks)} pairs, each at "
-            f"{100 * rule.alpha_per_look:.3g} % per side)",
+            f"{len(rule.looks)} at {list(rule.looks)} pairs; the plan's chance of wrongly "
+            f"clearing a limit at any look, counted exactly: {100 * rule.risk:.3g} %)",
             _risk(rule, s.metric, limit, d, statistic)]
     if final.outcome in ("MARGINAL", "continue"):
         more = pairs_needed(d, s.metric, limit, rule)
@@ -178,20 +178,20 @@ def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential], rule: LookP
         rows.append([str(i + 1), str(n)] + [
             f"{x[i].point:.1f} % [{x[i].lo:.1f}, {x[i].hi:.1f}] → {x[i].outcome}"
             if i < len(x) else "decided" for x in made]
-            + ["—" if speed is None else f"{speed:.0f} %"])
-    level = f"{100 * rule.level:.4g} % interval"
-    return Table(columns=["look", "pairs"] + [f"{title} ({level})" for _, _, title in METRICS]
-                 + ["machine speed moved (CPU reference)"], rows=rows)
+            + ["—" if speed is None else f"{speed:.0f} %", f"{100 * rule.level(n):.4g} %"])
+    return Table(columns=["look", "pairs"] + [title for _, _, title in METRICS]
+                 + ["machine speed moved (CPU reference)", "interval's level"], rows=rows)
 
 
 def design_text(limits: G3Limits, decision: Decision) -> str:
     """The comparison's design and its false-accept bound, in words for the report."""
     rule = look_plan(limits, decision)
-    return (f"{WHY_PAIRS} Looks after {list(rule.looks)} pairs per concurrency level, each at a "
-            f"{100 * rule.level:.4g} % interval ({100 * rule.alpha_per_look:.3g} % per side), "
-            f"so the plan passes a candidate exactly at a limit with probability at most "
-            f"{100 * rule.alpha:.3g} %; pairs stop when a level is decided or after "
-            f"{limits.comparison_budget / 60:g} min (g3.comparison_budget).")
+    return (f"{WHY_PAIRS} Looks after {list(rule.looks)} pairs per concurrency level, at "
+            f"{rule.levels} intervals, their ranks chosen so that the chance that any look "
+            f"passes a candidate exactly at a limit, counted exactly over the sign test's "
+            f"outcomes, is {100 * rule.risk:.3g} % (at most {100 * rule.alpha:.3g} %); pairs "
+            f"stop when a level is decided or after {limits.comparison_budget / 60:g} min "
+            "(g3.comparison_budget).")
 
 
 def level_tables(c: int, pairs: Sequence[Pair], limits: G3Limits,
