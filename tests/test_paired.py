@@ -12,7 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.core import Limit, LookPlan, log_ratios, pairs_needed, pass_probability, sequential
+from gates.core import (
+    Decision,
+    G3Limits,
+    Limit,
+    LookPlan,
+    log_ratios,
+    pairs_needed,
+    pass_probability,
+    sequential,
+)
 from gates.core.paired import (
     binomial_tail,
     coverage_of,
@@ -22,6 +31,7 @@ from gates.core.paired import (
     to_log,
     to_percent,
 )
+from gates.inference import look_plan
 
 REDUCTION = Limit.at_least(25.0, "%", key="g3.ttft_p50_reduction_min")
 GAIN = Limit.at_least(29.0, "%", key="g3.throughput_gain_min")
@@ -132,7 +142,7 @@ def test_a_first_look_the_sign_test_cannot_decide_is_named():
     assert looks_problem([7, 14, 28], 0.025) == ""
 
 
-def test_the_shipped_shape_of_plan_spends_what_bonferroni_would_at_these_counts():
+def test_a_28_pair_plan_spends_what_bonferroni_would_at_these_counts():
     # 7 pairs all beyond the limit (2^-7 = 0.78 %), then 3 and 8 of 14 and 28 below it: one
     # more at 28 would take the exact count over 2.5 %; an equal share each (0.83 %) gives
     # the same ranks, so the exact count only shows how much of alpha is left unspent.
@@ -144,10 +154,13 @@ def test_the_shipped_shape_of_plan_spends_what_bonferroni_would_at_these_counts(
 
 
 def test_what_an_early_look_leaves_unspent_passes_to_the_last():
-    # At 56 pairs Bonferroni (0.83 % per look) allows 19 below; counted exactly, 20.
-    plan = LookPlan(looks=(7, 14, 56), alpha=0.025)
+    # The shipped plan (thresholds.toml, confidence 0.95): at 56 pairs Bonferroni (0.83 % per
+    # look) allows 19 below; counted exactly, 20. The README and every report state 2.23 %.
+    plan = look_plan(G3Limits(), Decision())
+    assert plan.looks == (7, 14, 56) and plan.alpha == pytest.approx(0.025)
     assert plan.ranks == (1, 3, 20) and binomial_tail(56, 18) <= 0.025 / 3
-    assert binomial_tail(56, 19) > 0.025 / 3 and plan.risk <= 0.025
+    assert binomial_tail(56, 19) > 0.025 / 3 and f"{100 * plan.risk:.3g} %" == "2.23 %"
+    assert plan.levels == "98.44 / 98.71 / 97.78 %"
 
 
 def _crossing_by_enumeration(looks, ranks):
