@@ -91,7 +91,7 @@ class LookPlan(BaseModel):
 
     def level(self, pairs: int) -> float:
         """Two-sided confidence of the look's interval at this pair count."""
-        return 1 - 2 * binomial_tail(pairs, self.rank(pairs) - 1)
+        return rank_coverage(pairs, self.rank(pairs))
 
     @property
     def levels(self) -> str:
@@ -162,7 +162,11 @@ def rank_interval(d: Sequence[float], k: int) -> tuple[float, float, float]:
 
 def coverage_of(n: int, level: float) -> float:
     """The exact coverage of the sign test's interval at n pairs (at least ``level``)."""
-    k = order_rank(n, level)
+    return rank_coverage(n, order_rank(n, level))
+
+
+def rank_coverage(n: int, k: int) -> float:
+    """The exact coverage of [d_(k), d_(n+1-k)] at n pairs (k 0: unbounded, 1)."""
     return 1.0 if k == 0 else 1 - 2 * binomial_tail(n, k - 1)
 
 
