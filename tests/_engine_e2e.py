@@ -18,7 +18,14 @@ from pathlib import Path
 from _edits import small_thresholds
 from _owndisk import own_disk
 from _records import g2_from_measured
-from _timing import ACCEPTED, accept_unfair, g2_failure, only_timing
+from _timing import (
+    ACCEPTED,
+    G3_REPS,
+    accept_unfair,
+    errors_only_timing,
+    g2_failure,
+    only_timing,
+)
 from test_g2g3_e2e import passed_g1
 
 # The real engines' sites, with the thresholds (_edits.small_thresholds) in one place.
@@ -138,7 +145,14 @@ def g3_on(world: Path, g2: dict, timeout: float) -> dict:
         assert only_timing(g2), why
         g2_from_measured(world / "out", g2, why.splitlines()[0])
     done, record = run_gate(world, "g3", timeout)
-    assert done.returncode in (0, 1), done.stdout[-3000:]
+    # Seen in CI (another worker's engine on the second core): the load generator's event loop
+    # lagged 5.1-13.9 ms in pairs measured again, and G3 ended INCONCLUSIVE (ERROR, exit 2) on
+    # that check alone. That is the outcome a busy machine may give: accepted, with its reason,
+    # visibly; the tests then check what the engine did from the rest of the record.
+    assert done.returncode in (0, 1) or errors_only_timing(record), done.stdout[-3000:]
+    if done.returncode == 2:
+        accept_unfair(record, "G3 INCONCLUSIVE on timing alone: "
+                      + g2_failure(world / "out", record, G3_REPS))
     for why in g2.get(ACCEPTED, []):
         accept_unfair(record, f"G3 stands on G2's measured repetitions: {why}")
     return record

@@ -83,13 +83,22 @@ def only_timing(record: dict) -> bool:
     return bool(bad) and all(m["id"] in TIMING_CHECKS for m in bad)
 
 
-def g2_failure(out: Path, g2: dict) -> str:
-    """Why a G2 record did not pass: its failing checks and the CPU used in each repetition."""
+def g2_failure(out: Path, g2: dict, evidence: str = G2_REPS) -> str:
+    """Why a gate's record (G2's by default) did not pass: its failing checks and the CPU used
+    in each repetition of ``evidence``."""
     bad = failed(g2)
     kind = "timing (CPU contention?)" if only_timing(g2) else "checks"
-    return "\n  ".join([f"G2 {g2['verdict']} on {kind}:",
+    gate = g2.get("gate", "g2").upper()
+    return "\n  ".join([f"{gate} {g2['verdict']} on {kind}:",
                         *(f"{m['name']}: {m['outcome']}: {m['note']}" for m in bad),
-                        *cpu_lines(out, g2)])
+                        *cpu_lines(out, g2, evidence)])
+
+
+def errors_only_timing(record: dict) -> bool:
+    """Whether the record has ERRORs and every one is a timing check (an unfit load generator,
+    a CV the machine's own speed spoiled): the INCONCLUSIVE a busy machine may give."""
+    errors = [m for m in record["measurements"] if m["outcome"] == "ERROR"]
+    return bool(errors) and all(m["id"] in TIMING_CHECKS for m in errors)
 
 
 def timing_verdict(out: Path, record: dict, name: str, other_cpu_max: float,

@@ -4,7 +4,13 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from _timing import TIMING_CHECKS, TimingFailure, g2_failure, raise_if_timing
+from _timing import (
+    TIMING_CHECKS,
+    TimingFailure,
+    errors_only_timing,
+    g2_failure,
+    raise_if_timing,
+)
 
 TESTS = Path(__file__).resolve().parent
 
@@ -134,3 +140,14 @@ def test_only_timing_checks_make_a_timing_failure(tmp_path):
     raise_if_timing(tmp_path, logic)  # a request error is no timing failure: not retried
     assert "G2 FAIL on checks" in g2_failure(tmp_path, logic)
     assert {"g2.ttft_p50_cv", "g2.throughput_cv", "g2.loadgen_fit"} <= set(TIMING_CHECKS)
+
+
+def test_an_unfit_load_generator_alone_is_the_inconclusive_a_busy_machine_may_give():
+    # Seen in CI: G3 ERROR (exit 2) on g3.loadgen_fit alone; the e2e tests accept that, named.
+    unfit = {"measurements": [measurement("g3.request_errors", "PASS"),
+                              measurement("g3.loadgen_fit", "ERROR", "lag p99 5.1 ms > 5 ms")]}
+    assert errors_only_timing(unfit)
+    broken = {"measurements": [*unfit["measurements"],
+                               measurement("g3.evidence_chain", "ERROR", "no /metrics")]}
+    assert not errors_only_timing(broken)
+    assert not errors_only_timing({"measurements": [measurement("g3.loadgen_fit", "PASS")]})

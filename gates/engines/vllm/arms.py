@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from ...core import Arm, VllmChoice, WorkloadSettings
-from .installer import SERVED_NAME, VllmInstall, VllmShape
+from .installer import SERVE_DTYPE, SERVED_NAME, VllmInstall, VllmShape
 
 CANDIDATE_DIR = "kv-vllm-candidate"
 CONNECTOR = "ExampleConnector"
@@ -114,7 +114,7 @@ def server_command(install: VllmInstall, choice: VllmChoice, tier: bool) -> list
     """The API server's argv template: loopback, the tiny model, ExampleConnector if tier."""
     argv = [str(install.python), "-m", ENTRY, "--model", str(install.model),
             "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", "{port}",
-            "--dtype", "bfloat16", "--max-model-len", str(choice.max_model_len),
+            "--dtype", SERVE_DTYPE, "--max-model-len", str(choice.max_model_len),
             "--block-size", str(choice.block_tokens), "--seed", "0"]
     if not choice.compile:
         argv.append("--enforce-eager")

@@ -32,6 +32,14 @@ NEED_FREE = 6 * 1024**3  # the venv is ~3.5 GiB; pip unpacks beside it
 TINY_MODEL = Path(__file__).with_name("tiny_model.py")
 
 
+# The dtype the CPU build serves in (--dtype), so the one its KV cache and connector files hold.
+# float32, not the model's bfloat16: the 2-core hosts this runs on have AVX2 but no AVX512-BF16,
+# where a bf16 matmul runs converted; one 1,025-token prefill of the tiny model took 2.9-3.4 s in
+# bfloat16 against 0.7-0.85 s in float32 (one thread, measured 2026-12-04), and a real engine's
+# repetition is 16 such prefills.
+SERVE_DTYPE, SERVE_DTYPE_BYTES = "float32", 4
+
+
 class VllmShape(BaseModel):
     """The tiny model: small enough for 2 cores, long enough for 1-2k-token contexts."""
 
@@ -44,8 +52,9 @@ class VllmShape(BaseModel):
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """K and V, every layer, every KV head, bf16: what one token's KV file slice holds."""
-        return 2 * self.layers * self.kv_heads * (self.hidden // self.heads) * 2
+        """K and V, every layer, every KV head, SERVE_DTYPE: what one token's KV file slice
+        holds."""
+        return 2 * self.layers * self.kv_heads * (self.hidden // self.heads) * SERVE_DTYPE_BYTES
 
     def args(self) -> list[str]:
         """tiny_model.py's arguments for this shape."""
