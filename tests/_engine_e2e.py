@@ -23,7 +23,7 @@ from _timing import (
     G3_REPS,
     accept_unfair,
     errors_only_timing,
-    g2_failure,
+    gate_failure,
     only_timing,
 )
 from test_g2g3_e2e import passed_g1
@@ -127,8 +127,8 @@ def g2_on(world: Path, timeout: float) -> dict:
     # A CV failure while the machine's own speed moved is an INCONCLUSIVE ERROR (exit 2).
     assert done.returncode in (0, 1) or only_timing(record), done.stdout[-3000:]
     if record["verdict"] != "PASS":
-        assert only_timing(record), g2_failure(world / "out", record)
-        accept_unfair(record, f"G2 failed on timing alone: {g2_failure(world / 'out', record)}")
+        assert only_timing(record), gate_failure(world / "out", record)
+        accept_unfair(record, f"G2 failed on timing alone: {gate_failure(world / 'out', record)}")
     return record
 
 
@@ -139,7 +139,7 @@ def g3_on(world: Path, g2: dict, timeout: float) -> dict:
     repetitions. A G2 that failed on anything but timing fails the G3 tests, saying why.
     """
     if g2["verdict"] != "PASS":
-        why = g2_failure(world / "out", g2)
+        why = gate_failure(world / "out", g2)
         # A timing failure says whether contention caused it: the failing checks, and the CPU
         # other processes took during each baseline repetition.
         assert only_timing(g2), why
@@ -152,7 +152,7 @@ def g3_on(world: Path, g2: dict, timeout: float) -> dict:
     assert done.returncode in (0, 1) or errors_only_timing(record), done.stdout[-3000:]
     if done.returncode == 2:
         accept_unfair(record, "G3 INCONCLUSIVE on timing alone: "
-                      + g2_failure(world / "out", record, G3_REPS))
+                      + gate_failure(world / "out", record, G3_REPS))
     for why in g2.get(ACCEPTED, []):
         accept_unfair(record, f"G3 stands on G2's measured repetitions: {why}")
     return record

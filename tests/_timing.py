@@ -77,28 +77,28 @@ def failed(record: dict) -> list[dict]:
     return [m for m in record["measurements"] if m["outcome"] not in ("PASS", "REPORTED")]
 
 
+def _all_timing(measurements: list[dict]) -> bool:
+    return bool(measurements) and all(m["id"] in TIMING_CHECKS for m in measurements)
+
+
 def only_timing(record: dict) -> bool:
     """Whether every check the record did not pass is a timing check (CV, generator lag)."""
-    bad = failed(record)
-    return bool(bad) and all(m["id"] in TIMING_CHECKS for m in bad)
+    return _all_timing(failed(record))
 
 
-def g2_failure(out: Path, g2: dict, evidence: str = G2_REPS) -> str:
+def gate_failure(out: Path, record: dict, evidence: str = G2_REPS) -> str:
     """Why a gate's record (G2's by default) did not pass: its failing checks and the CPU used
     in each repetition of ``evidence``."""
-    bad = failed(g2)
-    kind = "timing (CPU contention?)" if only_timing(g2) else "checks"
-    gate = g2.get("gate", "g2").upper()
-    return "\n  ".join([f"{gate} {g2['verdict']} on {kind}:",
-                        *(f"{m['name']}: {m['outcome']}: {m['note']}" for m in bad),
-                        *cpu_lines(out, g2, evidence)])
+    kind = "timing (CPU contention?)" if only_timing(record) else "checks"
+    return "\n  ".join([f"{record.get('gate', 'g2').upper()} {record['verdict']} on {kind}:",
+                        *(f"{m['name']}: {m['outcome']}: {m['note']}" for m in failed(record)),
+                        *cpu_lines(out, record, evidence)])
 
 
 def errors_only_timing(record: dict) -> bool:
     """Whether the record has ERRORs and every one is a timing check (an unfit load generator,
     a CV the machine's own speed spoiled): the INCONCLUSIVE a busy machine may give."""
-    errors = [m for m in record["measurements"] if m["outcome"] == "ERROR"]
-    return bool(errors) and all(m["id"] in TIMING_CHECKS for m in errors)
+    return _all_timing([m for m in record["measurements"] if m["outcome"] == "ERROR"])
 
 
 def timing_verdict(out: Path, record: dict, name: str, other_cpu_max: float,
@@ -122,4 +122,4 @@ def timing_verdict(out: Path, record: dict, name: str, other_cpu_max: float,
 def raise_if_timing(out: Path, g2: dict) -> None:
     """TimingFailure when G2 failed on its timing checks alone, naming the CPU contention."""
     if only_timing(g2):
-        raise TimingFailure(g2_failure(out, g2))
+        raise TimingFailure(gate_failure(out, g2))

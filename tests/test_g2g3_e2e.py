@@ -28,7 +28,7 @@ from _timing import (
     contended,
     cpu_lines,
     failed,
-    g2_failure,
+    gate_failure,
     only_timing,
     raise_if_timing,
 )
@@ -196,10 +196,10 @@ def test_g2_measures_a_stable_baseline(world, g2):
     assert any(p.startswith("evidence/g2-arm-baseline-c1-r") for p in record["evidence"])
     busy = contended(world / "timing", record, G2_REPS, other_cpu_max(world))
     if record["verdict"] != "PASS" and only_timing(record) and busy:
-        return accept_unfair(record, g2_failure(world / "timing", record))
+        return accept_unfair(record, gate_failure(world / "timing", record))
     raise_if_timing(world / "timing", record)  # a timing failure names the CPU contention
     assert done.returncode == 0 and record["verdict"] == "PASS", \
-        (g2_failure(world / "timing", record), done.stdout[-3000:])
+        (gate_failure(world / "timing", record), done.stdout[-3000:])
     assert ms["Baseline TTFT p50 @ concurrency 1"]["value"] > 0
     # The model the G3 tests stand on is what the simulator measures (the timing allowed).
     for name in ("Baseline TTFT p50 @ concurrency 1", "Baseline output throughput @ concurrency 1"):

@@ -8,7 +8,7 @@ from _timing import (
     TIMING_CHECKS,
     TimingFailure,
     errors_only_timing,
-    g2_failure,
+    gate_failure,
     raise_if_timing,
 )
 
@@ -138,7 +138,7 @@ def test_only_timing_checks_make_a_timing_failure(tmp_path):
     logic = {**timing, "measurements": [*timing["measurements"],
                                         measurement("g2.request_errors", "FAIL", "2 failed")]}
     raise_if_timing(tmp_path, logic)  # a request error is no timing failure: not retried
-    assert "G2 FAIL on checks" in g2_failure(tmp_path, logic)
+    assert "G2 FAIL on checks" in gate_failure(tmp_path, logic)
     assert {"g2.ttft_p50_cv", "g2.throughput_cv", "g2.loadgen_fit"} <= set(TIMING_CHECKS)
 
 
