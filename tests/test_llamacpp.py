@@ -113,7 +113,7 @@ def test_the_probe_restores_each_context_from_its_slot_file(tmp_path):
     assert a.storage_read_tokens == 3 * 64 and a.storage_read_bytes == 3 * 64 * 16
     assert a.gpu_hit_tokens == 0 and a.cached_tokens == 3 * 64
     assert cold.storage_read_tokens() == cold.expected_kv_tokens == 3 * 64
-    assert "posix_fadvise(DONTNEED) after syncfs of its filesystem on 3 KV files" in cold.page_cache
+    assert "posix_fadvise(DONTNEED) after fsync on 3 KV files" in cold.page_cache
     assert set(cold.probe_read_bytes) == {f"probe-ctx-000{i}" for i in range(3)}
 
 

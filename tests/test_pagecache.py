@@ -6,38 +6,24 @@ import sys
 import time
 
 import psutil
-import pytest
 
-from gates.inference import drop_page_cache, pagecache, read_bytes_delta, tree_read_bytes
+from gates.inference import drop_page_cache, read_bytes_delta, tree_read_bytes
 from gates.inference.kv_dir import MARKER
 
-# The dirty pages are written out by one syncfs(2) of the filesystem, or, where there is no
-# syncfs, by an fsync of each file: both ways must leave nothing in the page cache.
-WAYS = {"syncfs of its filesystem": None, "fsync": "no syncfs"}
 
-
-@pytest.fixture(params=list(WAYS))
-def sync_way(request, monkeypatch):
-    """How drop_page_cache writes the dirty pages out: the words its account uses."""
-    if WAYS[request.param]:
-        monkeypatch.setattr(pagecache, "_SYNCFS", None)
-    return request.param
-
-
-def test_drop_page_cache_walks_the_kv_dir_but_not_the_marker(tmp_path, sync_way):
+def test_drop_page_cache_walks_the_kv_dir_but_not_the_marker(tmp_path):
     (tmp_path / MARKER).write_text("marker")
     (tmp_path / "ctx-0000.bin").write_bytes(b"x" * 4096)
     (tmp_path / "0a1b" / "deeper").mkdir(parents=True)  # vLLM's ExampleConnector: a folder
     (tmp_path / "0a1b" / "model.layers.0.self_attn.attn.safetensors").write_bytes(b"y" * 8192)
     (tmp_path / "0a1b" / "deeper" / "z").write_bytes(b"z")
     said = drop_page_cache(tmp_path)
-    assert said.startswith(f"posix_fadvise(DONTNEED) after {sync_way} on 3 KV files (0.0 MB)")
+    assert said.startswith("posix_fadvise(DONTNEED) after fsync on 3 KV files (0.0 MB)")
     assert str(tmp_path) in said
 
 
-def test_a_child_s_reads_count_for_the_tree(tmp_path, sync_way):
-    """A real child process reads a file after its pages were dropped: the tree's delta sees it.
-    The file was just written, so its pages were dirty: they were written out, then dropped."""
+def test_a_child_s_reads_count_for_the_tree(tmp_path):
+    """A real child process reads a file after its pages were dropped: the tree's delta sees it."""
     data = tmp_path / "kv.bin"
     data.write_bytes(os.urandom(4 << 20))
     go = tmp_path / "go"
