@@ -15,6 +15,13 @@ it. Printed per recording, level and figure:
 * the measured coverage of the nominal 95 % interval (the sign test's, as the rule computes
   it), and of each look's own interval, at every pair count the rule can stop at.
 
+The rule stops at the plan's pair budget or when [g3] comparison_budget is spent, whichever
+comes first: no new pair starts after it (fixtures/g3pairs.py), and a figure no look decided
+is MARGINAL. So each level gets at most the pairs that start within the budget at the
+recording's own pace (its pairs' mean wall time, every recorded level open, pairs going round
+the levels), and the characteristic is measured at that cap: a pair budget the time budget
+never reaches gives no power.
+
 Targets (issue #24): P(PASS | effect = limit) <= 5 %, P(PASS | limit + 10 points) >= 95 %,
 coverage of the nominal 95 % interval >= 93 % at every stopping pair count.
 
@@ -74,12 +81,27 @@ def resample(r: list[float], n: int, rng: random.Random) -> list[float]:
     return out[:n]
 
 
-def characteristic(r, metric, limit, rule, statistic, effect, sims, rng):
-    """(P(PASS), P(FAIL), mean pairs used) of the rule at this true effect."""
+def pair_seconds(pairs: list[dict]) -> float:
+    """Mean wall time of a recorded pair: its first repetition's start to its last one's end."""
+    return statistics.fmean(max(r["end"] for r in p["reps"].values())
+                            - min(r["start"] for r in p["reps"].values()) for p in pairs)
+
+
+def pairs_in_time(budget_s: float, seconds: float, levels: int, index: int, cap: int) -> int:
+    """Pairs of the index-th level that start within budget_s: round i of the levels starts
+    its j-th pair after (i * levels + j) pairs, and none starts once the budget is spent."""
+    return min(cap, max(0, math.floor((budget_s / seconds - index) / levels) + 1))
+
+
+def characteristic(r, metric, limit, rule, statistic, effect, sims, rng, cap):
+    """(P(PASS), P(FAIL), mean pairs used) of the rule at this true effect, at most cap pairs
+    (the time budget's), an undecided last look then MARGINAL."""
     mu, passed, failed, used = to_log(metric, effect), 0, 0, 0
+    if cap < rule.looks[0]:
+        return 0.0, 0.0, float(cap)  # the time budget ends before the first look: never decided
     for _ in range(sims):
-        final = sequential([mu + e for e in resample(r, rule.budget, rng)], metric, limit,
-                           rule, statistic).final
+        final = sequential([mu + e for e in resample(r, cap, rng)], metric, limit,
+                           rule, statistic, spent=cap < rule.budget).final
         passed += final.outcome == "PASS"
         failed += final.outcome == "FAIL"
         used += final.pairs
@@ -107,7 +129,8 @@ def report(path: Path, args, thresholds) -> list[str]:
     print(f"\n{path.name}: {data['engine']}; recorded {data['machine']}; "
           f"{len(data['pairs'])} pairs; plan: looks at {list(rule.looks)} pairs, "
           f"at {rule.levels}; false accept counted exactly {100 * rule.risk:.3g} %")
-    for c in data["levels"]:
+    budget_s = thresholds.g3.comparison_budget
+    for index, c in enumerate(data["levels"]):
         pairs = [p for p in data["pairs"] if p["concurrency"] == c]
         if len(pairs) < MIN_PAIRS:
             # A few residuals resampled are a few atoms: the curves come out in steps that
@@ -117,6 +140,11 @@ def report(path: Path, args, thresholds) -> list[str]:
                   "measured (record more with bench/record_pairs.py)")
             missed.append(f"{path.name} c={c}: {len(pairs)} pairs, not measured")
             continue
+        seconds = pair_seconds(pairs)
+        cap = pairs_in_time(budget_s, seconds, len(data["levels"]), index, rule.budget)
+        print(f"\nc = {c}: {seconds:.0f} s a recorded pair; [g3] comparison_budget "
+              f"{budget_s / 60:g} min with {len(data['levels'])} levels open lets at most "
+              f"{cap} of the plan's {rule.budget} pairs start")
         for title, metric, field, key in FIGURES:
             bound = getattr(thresholds.g3, key)
             limit, r = Limit.at_least(bound, "%"), residuals(pairs, field)
@@ -124,7 +152,7 @@ def report(path: Path, args, thresholds) -> list[str]:
             rows = []
             for effect in [0.0] + [bound + o for o in OFFSETS]:
                 p, f, n = characteristic(r, metric, limit, rule, statistic, effect,
-                                         args.sims, rng)
+                                         args.sims, rng, cap)
                 rows.append([f"{effect:g} %", f"{100 * p:.1f} %", f"{100 * f:.1f} %",
                              f"{n:.1f}"])
                 if effect == bound and p > 0.05:
@@ -134,16 +162,19 @@ def report(path: Path, args, thresholds) -> list[str]:
             print_table(f"c = {c}, {title} (limit {bound:g} %; recorded sd of ln ratio "
                         f"{sd:.3f}, {len(pairs)} pairs)",
                         ["true effect", "P(PASS)", "P(FAIL)", "pairs used"], rows, args.plain)
-            levels = [rule.level(n) for n in rule.looks]
-            nominal = coverage(r, metric, rule.looks, [0.95] * len(levels), args.sims, rng)
-            own = coverage(r, metric, rule.looks, levels, args.sims, rng)
+            reached = [n for n in rule.looks if n <= cap] or [rule.looks[0]]
+            levels = [rule.level(n) for n in reached]
+            if reached[-1] < cap < rule.budget:  # the last look, of the plan cut short by time
+                reached, levels = reached + [cap], levels + [rule.cut_short(cap).level(cap)]
+            nominal = coverage(r, metric, reached, [0.95] * len(levels), args.sims, rng)
+            own = coverage(r, metric, reached, levels, args.sims, rng)
             print_table(f"c = {c}, {title}: interval coverage",
                         ["pairs", "95 % interval", "look's interval", "look's level"],
                         [[str(n), f"{100 * a:.1f} %", f"{100 * b:.1f} %", f"{100 * v:.4g} %"]
-                         for n, a, b, v in zip(rule.looks, nominal, own, levels, strict=True)],
+                         for n, a, b, v in zip(reached, nominal, own, levels, strict=True)],
                         args.plain)
             missed += [f"{path.name} c={c} {title}: 95 % coverage {a:.3f} at {n} pairs"
-                       for n, a in zip(rule.looks, nominal, strict=True) if a < 0.93]
+                       for n, a in zip(reached, nominal, strict=True) if a < 0.93]
     return missed
 
 
@@ -157,6 +188,8 @@ def main() -> None:
     p.add_argument("--plain", action="store_true", help="plain text tables")
     p.add_argument("--looks", type=int, nargs="*",
                    help="another schedule of looks to measure (default: thresholds.toml's)")
+    p.add_argument("--budget-minutes", type=float, default=None, metavar="M",
+                   help="another [g3] comparison_budget to measure (default: thresholds.toml's)")
     args = p.parse_args()
     if not 100 <= args.sims <= 100_000:
         sys.exit("--sims must be between 100 and 100000")
@@ -169,6 +202,10 @@ def main() -> None:
         if problem := looks_problem(args.looks, alpha):
             sys.exit(f"--looks {args.looks}: {problem}")
         thresholds.g3.pair_looks = args.looks
+    if args.budget_minutes is not None:
+        if not 1 <= args.budget_minutes <= 24 * 60:
+            sys.exit("--budget-minutes must be between 1 and 1440")
+        thresholds.g3.comparison_budget = 60 * args.budget_minutes
     print(f"decision risk: {machine()}; thresholds revision {thresholds.meta.revision}; "
           f"{args.sims} synthetic sites per cell, seed {args.seed}")
     missed = [m for f in files for m in report(f, args, thresholds)]

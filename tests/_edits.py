@@ -31,6 +31,6 @@ SMALL_RUN = (("concurrency = [8, 16]", "concurrency = [1]"),
 def small_thresholds(repo: Path, pair_looks: list[int]) -> str:
     """The shipped thresholds.toml edited for a small run, G3 looking at pair_looks."""
     text = (repo / "thresholds.toml").read_text()
-    for old, new in (*SMALL_RUN, ("pair_looks = [7, 14, 56]", f"pair_looks = {pair_looks}")):
+    for old, new in (*SMALL_RUN, ("pair_looks = [7, 14, 84]", f"pair_looks = {pair_looks}")):
         text = edited(text, old, new, where="thresholds.toml")
     return text

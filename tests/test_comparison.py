@@ -11,10 +11,11 @@ from gates.inference import (
     level_done,
     level_looks,
     level_tables,
+    look_plan,
 )
 from gates.inference.comparison import comparison
 
-# A plan of 28 pairs (the shipped one looks at 56): the undecided cases below stay short.
+# A plan of 28 pairs (the shipped one looks at 84): the undecided cases below stay short.
 LIMITS, DECISION = G3Limits(pair_looks=[7, 14, 28]), Decision()
 
 
@@ -84,11 +85,15 @@ def test_a_majority_beyond_the_limit_says_how_many_more_pairs_would_decide():
         in ttft.note
 
 
-def test_a_spent_time_budget_is_marginal_at_the_last_look_made():
+def test_a_spent_time_budget_looks_once_more_at_the_pairs_that_ran_then_is_marginal():
     ms = by_id(comparison(8, pairs(UNDECIDED[:10], [1.6] * 10), LIMITS, DECISION,
                           time_spent=True))
     ttft = ms["g3.ttft_p50_reduction"]
     assert ttft.outcome is Outcome.MARGINAL and "g3.comparison_budget" in ttft.note
+    cut = look_plan(LIMITS, DECISION).cut_short(10)
+    assert (f"a last look at the 10 pairs that ran when the time budget cut the plan at "
+            f"[7, 14, 28] pairs short; the plan's chance of wrongly clearing a limit at any "
+            f"look, counted exactly: {100 * cut.risk:.3g} %") in ttft.note
 
 
 def test_fewer_pairs_than_the_first_look_are_an_error_saying_so():

@@ -154,13 +154,13 @@ def test_a_28_pair_plan_spends_what_bonferroni_would_at_these_counts():
 
 
 def test_what_an_early_look_leaves_unspent_passes_to_the_last():
-    # The shipped plan (thresholds.toml, confidence 0.95): at 56 pairs Bonferroni (0.83 % per
-    # look) allows 19 below; counted exactly, 20. The README and every report state 2.23 %.
+    # The shipped plan (thresholds.toml, confidence 0.95): at 84 pairs Bonferroni (0.83 % per
+    # look) allows 30 below; counted exactly, 31. The README and every report state 2.23 %.
     plan = look_plan(G3Limits(), Decision())
-    assert plan.looks == (7, 14, 56) and plan.alpha == pytest.approx(0.025)
-    assert plan.ranks == (1, 3, 20) and binomial_tail(56, 18) <= 0.025 / 3
-    assert binomial_tail(56, 19) > 0.025 / 3 and f"{100 * plan.risk:.3g} %" == "2.23 %"
-    assert plan.levels == "98.44 / 98.71 / 97.78 %"
+    assert plan.looks == (7, 14, 84) and plan.alpha == pytest.approx(0.025)
+    assert plan.ranks == (1, 3, 32) and binomial_tail(84, 30) <= 0.025 / 3
+    assert binomial_tail(84, 31) > 0.025 / 3 and f"{100 * plan.risk:.3g} %" == "2.23 %"
+    assert plan.levels == "98.44 / 98.71 / 97.86 %"
 
 
 def _crossing_by_enumeration(looks, ranks):
@@ -222,7 +222,53 @@ def test_looks_wait_for_their_pair_counts():
     assert [x.pairs for x in s.looks] == [7, 14]
     assert s.final.outcome == "continue"
     spent = sequential(AT_LIMIT[:20], "reduction", REDUCTION, PLAN, spent=True)
-    assert spent.final.outcome == "MARGINAL" and spent.final.pairs == 14
+    # Time spent at 20 pairs: the 6 after the look at 14 get a last look of their own.
+    assert [x.pairs for x in spent.looks] == [7, 14, 20]
+    assert spent.final.outcome == "MARGINAL"
+    assert spent.final.level == pytest.approx(PLAN.cut_short(20).level(20))
+
+
+def test_a_plan_cut_short_keeps_its_ranks_and_spends_what_is_left_on_its_last_look():
+    plan = look_plan(G3Limits(), Decision())  # the shipped (7, 14, 84)
+    cut = plan.cut_short(40)
+    assert cut.looks == (7, 14, 40) and cut.ranks[:2] == plan.ranks[:2]
+    assert cut.risk <= 0.025  # the 84-pair look's share and what the others left
+    # One rank more at 40 pairs would take the exact count over alpha.
+    assert spent_risk_of(cut.looks, cut.ranks[:2] + (cut.ranks[2] + 1,)) > 0.025
+    for pairs in (7, 14, 3, 84, 90):  # at a look, before the first, at or past the budget
+        with pytest.raises(ValueError):
+            plan.cut_short(pairs)
+
+
+def spent_risk_of(looks, ranks):
+    """The exact count of sign sequences on which some look clears, for any ranks."""
+    from fractions import Fraction
+
+    from gates.core.spending import _extend
+    paths, done, crossing = {0: 1}, 0, Fraction(0)
+    for n, k in zip(looks, ranks, strict=True):
+        paths, done = _extend(paths, n - done), n
+        crossing += Fraction(sum(c for b, c in paths.items() if b <= k - 1), 2 ** n)
+        paths = {b: c for b, c in paths.items() if b >= k}
+    return float(crossing)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(2, 13), min_size=2, max_size=4, unique=True).map(sorted),
+       st.floats(0.002, 0.3), st.data())
+def test_a_cut_short_plan_s_risk_is_every_sign_sequence_enumerated_and_within_alpha(
+        looks, alpha, data):
+    try:
+        plan = LookPlan(looks=tuple(looks), alpha=alpha)
+    except ValueError:
+        return
+    gaps = [n for n in range(looks[0] + 1, looks[-1]) if n not in looks]
+    if not gaps:
+        return
+    cut = plan.cut_short(data.draw(st.sampled_from(gaps)))
+    assert cut.ranks[:-1] == plan.ranks[:len(cut.looks) - 1]
+    assert cut.risk == pytest.approx(_crossing_by_enumeration(cut.looks, cut.ranks))
+    assert cut.risk <= alpha
 
 
 def test_a_gain_passes_on_throughput_with_the_same_rule():

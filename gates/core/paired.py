@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .spending import spending_ranks, spent_risk
+from .spending import cut_short, cut_short_risk, spending_ranks, spent_risk
 from .stats import Comparison, DecisionStatistic, decide
 from .verdict import Limit, Outcome
 
@@ -66,22 +66,37 @@ class LookPlan(BaseModel):
 
     looks: tuple[int, ...]
     alpha: float = Field(gt=0, lt=0.5)  # one-sided, per direction, over the whole plan
+    planned: tuple[int, ...] = ()  # cut short (cut_short): the looks it had planned
 
     @model_validator(mode="after")
     def _increasing(self) -> LookPlan:
-        if problem := looks_problem(self.looks, self.alpha):
+        if self.planned:  # the looks made, then the last at the pairs that ran: or ValueError
+            self.ranks  # noqa: B018
+        elif problem := looks_problem(self.looks, self.alpha):
             raise ValueError(problem)
         return self
 
     @property
     def ranks(self) -> tuple[int, ...]:
         """Each look's sign-test rank, from the exact spending of alpha (spending.py)."""
+        if self.planned:
+            return cut_short(self.planned, self.alpha, len(self.looks) - 1, self.looks[-1])
         return spending_ranks(self.looks, self.alpha)
 
     @property
     def risk(self) -> float:
         """The plan's false accept at a limit, counted exactly: at most alpha."""
+        if self.planned:
+            return cut_short_risk(self.planned, self.alpha, len(self.looks) - 1, self.looks[-1])
         return spent_risk(self.looks, self.alpha)
+
+    def cut_short(self, pairs: int) -> LookPlan:
+        """This plan stopped at ``pairs`` pairs, between two of its looks, because its time
+        budget was spent: the looks made so far, then a last one at the pairs that ran,
+        spending what is left of alpha (ValueError if pairs lies before the first look)."""
+        made = sum(n < pairs for n in self.looks)
+        return LookPlan(looks=self.looks[:made] + (pairs,), alpha=self.alpha,
+                        planned=self.looks)
 
     def rank(self, pairs: int) -> int:
         """The rank of the look at this pair count (ValueError: the plan makes no such look)."""
@@ -95,7 +110,7 @@ class LookPlan(BaseModel):
 
     @property
     def levels(self) -> str:
-        """Every look's level, for a report: '98.44 / 98.71 / 97.78 %'."""
+        """Every look's level, for a report: '98.44 / 98.71 / 97.86 %'."""
         return " / ".join(f"{100 * self.level(n):.4g}" for n in self.looks) + " %"
 
     @property
@@ -221,9 +236,15 @@ def sequential(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
     """The looks the plan makes at these pairs, stopping at the first decision.
 
     ``spent``: no more pairs will come (budget in minutes spent, or the level was stopped), so
-    the last look made is final and undecided means MARGINAL.
+    the last look is final and undecided means MARGINAL; pairs beyond the last look due get
+    a look of their own, the plan cut short there.
     """
     due = [n for n in plan.looks if n <= len(d)]
+    if spent and due and due[-1] < len(d) < plan.budget:
+        # Stopped between looks by time, not by the pairs' signs: the pairs that ran after
+        # the last look are looked at once more instead of being wasted (LookPlan.cut_short).
+        plan = plan.cut_short(len(d))
+        due = list(plan.looks)
     looks: list[Look] = []
     for n in due:
         last = n == plan.budget or (spent and n == due[-1])

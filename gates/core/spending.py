@@ -31,12 +31,12 @@ def _extend(paths: dict[int, int], m: int) -> dict[int, int]:
     return out
 
 
-@lru_cache(maxsize=512)
-def _spend(looks: tuple[int, ...], alpha: float) -> tuple[tuple[int, ...], Fraction]:
+def _walk(looks: tuple[int, ...], shares: list[Fraction]) -> tuple[tuple[int, ...], Fraction]:
+    """Each look's largest rank that keeps the count of crossing paths within its share."""
     paths, done, spent, ranks = {0: 1}, 0, Fraction(0), []
-    for j, n in enumerate(looks, 1):
+    for n, share in zip(looks, shares, strict=True):
         paths, done = _extend(paths, n - done), n
-        share, total = Fraction(alpha) * j / len(looks), 2 ** n
+        total = 2 ** n
         rank, crossing = 0, 0  # crossing: paths with at most rank - 1 below, out of total
         for below in range(n // 2):  # rank below + 1 stops the paths with at most below below
             more = crossing + paths.get(below, 0)
@@ -49,6 +49,20 @@ def _spend(looks: tuple[int, ...], alpha: float) -> tuple[tuple[int, ...], Fract
     return tuple(ranks), spent
 
 
+@lru_cache(maxsize=512)
+def _spend(looks: tuple[int, ...], alpha: float) -> tuple[tuple[int, ...], Fraction]:
+    return _walk(looks, [Fraction(alpha) * j / len(looks) for j in range(1, len(looks) + 1)])
+
+
+@lru_cache(maxsize=512)
+def _cut(looks: tuple[int, ...], alpha: float, made: int,
+         pairs: int) -> tuple[tuple[int, ...], Fraction]:
+    # The first `made` looks keep their planned shares, hence their ranks; the last look
+    # made, at `pairs`, may spend all that is left of alpha, since no look follows it.
+    shares = [Fraction(alpha) * j / len(looks) for j in range(1, made + 1)] + [Fraction(alpha)]
+    return _walk(looks[:made] + (pairs,), shares)
+
+
 def spending_ranks(looks: Sequence[int], alpha: float) -> tuple[int, ...]:
     """Each look's rank k (0: that look's interval is unbounded, it cannot decide)."""
     return _spend(tuple(looks), alpha)[0]
@@ -57,3 +71,20 @@ def spending_ranks(looks: Sequence[int], alpha: float) -> tuple[int, ...]:
 def spent_risk(looks: Sequence[int], alpha: float) -> float:
     """The chance that any look wrongly clears a limit at the true median (at most alpha)."""
     return float(_spend(tuple(looks), alpha)[1])
+
+
+def cut_short(looks: Sequence[int], alpha: float, made: int, pairs: int) -> tuple[int, ...]:
+    """The plan stopped early (its time budget spent) after its first ``made`` looks, at
+    ``pairs`` pairs: those looks' ranks as planned, then the rank of a last look at ``pairs``
+    that spends what is left of alpha. The stop must not depend on the pairs' signs (time
+    does not), so the risk of the looks so made, counted the same way, stays within alpha."""
+    if not 0 < made < len(looks) or not looks[made - 1] < pairs < looks[made]:
+        raise ValueError(f"a plan at {list(looks)} pairs cut short after {made} looks "
+                         f"cannot make its last look at {pairs} pairs")
+    return _cut(tuple(looks), alpha, made, pairs)[0]
+
+
+def cut_short_risk(looks: Sequence[int], alpha: float, made: int, pairs: int) -> float:
+    """The chance that any look of the plan so cut short wrongly clears a limit (<= alpha)."""
+    cut_short(looks, alpha, made, pairs)  # the same refusals
+    return float(_cut(tuple(looks), alpha, made, pairs)[1])

@@ -120,8 +120,8 @@ class G3Limits(Strict):
     # pairs, looked at after these pair counts (the last is the pair budget per level), while
     # comparison_budget lasts; each look's rank is chosen so that the whole plan's false-accept
     # risk, counted exactly (gates.core.spending), is at most (1 - confidence) / 2.
-    pair_looks: list[PositiveInt] = Field(default=[7, 14, 56], min_length=1, max_length=20)
-    comparison_budget: Duration = Field(default=1800.0, gt=0, description=(
+    pair_looks: list[PositiveInt] = Field(default=[7, 14, 84], min_length=1, max_length=20)
+    comparison_budget: Duration = Field(default=4500.0, gt=0, description=(
         "the time G3 may spend on pairs, all levels"))
     # G3's own baseline repetitions against G2's record: moved further than this, a deviation.
     baseline_shift_max: Annotated[Percent, CEILING] = Field(default=10.0, gt=0.0, le=100.0)

@@ -102,10 +102,15 @@ def _risk(rule: LookPlan, metric: str, limit: Limit, d: list[float],
 def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic: str,
           why_stopped: str) -> str:
     final = s.final
+    which = f"look {len(s.looks)} of {len(rule.looks)} at {list(rule.looks)} pairs"
+    used = rule
+    if final.pairs not in rule.looks:  # the time budget ended the plan between two looks
+        used = rule.cut_short(final.pairs)
+        which = (f"look {len(s.looks)}, a last look at the {final.pairs} pairs that ran when "
+                 f"the time budget cut the plan at {list(rule.looks)} pairs short")
     said = [f"median of candidate / baseline over {final.pairs} ABBA pairs, "
-            f"{100 * final.level:.4g} % sign-test interval (look {len(s.looks)} of "
-            f"{len(rule.looks)} at {list(rule.looks)} pairs; the plan's chance of wrongly "
-            f"clearing a limit at any look, counted exactly: {100 * rule.risk:.3g} %)",
+            f"{100 * final.level:.4g} % sign-test interval ({which}; the plan's chance of "
+            f"wrongly clearing a limit at any look, counted exactly: {100 * used.risk:.3g} %)",
             _risk(rule, s.metric, limit, d, statistic)]
     if final.outcome in ("MARGINAL", "continue"):
         more = pairs_needed(d, s.metric, limit, rule)
