@@ -94,6 +94,11 @@ def test_a_spent_time_budget_looks_once_more_at_the_pairs_that_ran_then_is_margi
     assert (f"a last look at the 10 pairs that ran when the time budget cut the plan at "
             f"[7, 14, 28] pairs short; the plan's chance of wrongly clearing a limit at any "
             f"look, counted exactly: {100 * cut.risk:.3g} %") in ttft.note
+    # The report's table of looks shows that last look at its own level (it was a crash).
+    table = level_tables(8, pairs(UNDECIDED[:10], [1.6] * 10), LIMITS, DECISION)[
+        "Sequential looks @ concurrency 8"]
+    assert [row[1] for row in table.rows] == ["7", "10"]
+    assert table.rows[-1][-1] == f"{100 * cut.level(10):.4g} %"
 
 
 def test_fewer_pairs_than_the_first_look_are_an_error_saying_so():

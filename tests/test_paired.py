@@ -238,6 +238,11 @@ def test_a_plan_cut_short_keeps_its_ranks_and_spends_what_is_left_on_its_last_lo
     for pairs in (7, 14, 3, 84, 90):  # at a look, before the first, at or past the budget
         with pytest.raises(ValueError):
             plan.cut_short(pairs)
+    # A cut plan is the plan's own looks, then one more in the next gap, or it is refused.
+    for looks, planned in (((5, 10), (7, 14, 84)), ((7, 20), (7, 14, 84)),
+                           ((2, 10), (2, 14, 84)), ((7, 14, 70), (7, 14, 84, 60))):
+        with pytest.raises(ValueError):
+            LookPlan(looks=looks, alpha=0.025, planned=planned)
 
 
 def spent_risk_of(looks, ranks):

@@ -70,8 +70,12 @@ class LookPlan(BaseModel):
 
     @model_validator(mode="after")
     def _increasing(self) -> LookPlan:
-        if self.planned:  # the looks made, then the last at the pairs that ran: or ValueError
-            self.ranks  # noqa: B018
+        if self.planned:  # the looks made as planned, then the last at the pairs that ran
+            made = self.planned[:len(self.looks) - 1]
+            if self.looks[:-1] != made or looks_problem(self.planned, self.alpha):
+                raise ValueError(f"looks {list(self.looks)} are not the plan at "
+                                 f"{list(self.planned)} pairs cut short")
+            self.ranks  # noqa: B018  (cut_short refuses a last look outside the next gap)
         elif problem := looks_problem(self.looks, self.alpha):
             raise ValueError(problem)
         return self

@@ -173,17 +173,18 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
     return out
 
 
-def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential], rule: LookPlan) -> Table:
-    """Every look of one level: pairs, each figure with its interval, what it decided."""
+def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential]) -> Table:
+    """Every look of one level: pairs, each figure with its interval, what it decided, and
+    the look's own level (a cut-short last look's is not one of the plan's)."""
     rows = []
     made = [looks[id].looks for id, _, _ in METRICS]
     for i in range(max(map(len, made))):
-        n = next(x[i].pairs for x in made if i < len(x))
+        n, level = next((x[i].pairs, x[i].level) for x in made if i < len(x))
         speed = speed_variation([x for p in pairs[:n] for r in p for x in r.machine])
         rows.append([str(i + 1), str(n)] + [
             f"{x[i].point:.1f} % [{x[i].lo:.1f}, {x[i].hi:.1f}] → {x[i].outcome}"
             if i < len(x) else "decided" for x in made]
-            + ["—" if speed is None else f"{speed:.0f} %", f"{100 * rule.level(n):.4g} %"])
+            + ["—" if speed is None else f"{speed:.0f} %", f"{100 * level:.4g} %"])
     return Table(columns=["look", "pairs"] + [title for _, _, title in METRICS]
                  + ["machine speed moved (CPU reference)", "interval's level"], rows=rows)
 
@@ -194,7 +195,8 @@ def design_text(limits: G3Limits, decision: Decision) -> str:
     return (f"{WHY_PAIRS} Looks after {list(rule.looks)} pairs per concurrency level, at "
             f"{rule.levels} intervals, their ranks chosen so that the chance that any look "
             f"passes a candidate exactly at a limit, counted exactly over the sign test's "
-            f"outcomes, is {100 * rule.risk:.3g} % (at most {100 * rule.alpha:.3g} %); pairs "
+            f"outcomes, is {100 * rule.risk:.3g} % (at most {100 * rule.alpha:.3g} %, also "
+            f"when time cuts the plan short and the pairs that ran get a last look); pairs "
             f"stop when a level is decided or after {limits.comparison_budget / 60:g} min "
             "(g3.comparison_budget).")
 
@@ -210,7 +212,7 @@ def level_tables(c: int, pairs: Sequence[Pair], limits: G3Limits,
     except ValueError:  # the comparison's own ERROR says which pair has no figure
         return tables
     return tables | {f"Sequential looks @ concurrency {c}":
-                     looks_table(pairs, looks, look_plan(limits, decision))}
+                     looks_table(pairs, looks)}
 
 
 def pairs_table(pairs: Sequence[Pair]) -> Table:
