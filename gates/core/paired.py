@@ -245,8 +245,8 @@ def sequential(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
     """
     due = [n for n in plan.looks if n <= len(d)]
     if spent and due and due[-1] < len(d) < plan.budget:
-        # Stopped between looks by time, not by the pairs' signs: the pairs that ran after
-        # the last look are looked at once more instead of being wasted (LookPlan.cut_short).
+        # Stopped between looks by time (which the pairs' signs barely move): the pairs that
+        # ran after the last look are looked at once more, not wasted (LookPlan.cut_short).
         plan = plan.cut_short(len(d))
         due = list(plan.looks)
     looks: list[Look] = []

@@ -76,8 +76,9 @@ def spent_risk(looks: Sequence[int], alpha: float) -> float:
 def cut_short(looks: Sequence[int], alpha: float, made: int, pairs: int) -> tuple[int, ...]:
     """The plan stopped early (its time budget spent) after its first ``made`` looks, at
     ``pairs`` pairs: those looks' ranks as planned, then the rank of a last look at ``pairs``
-    that spends what is left of alpha. The stop must not depend on the pairs' signs (time
-    does not), so the risk of the looks so made, counted the same way, stays within alpha."""
+    that spends what is left of alpha. Counted the same way, the risk of the looks so made
+    stays within alpha if where the plan stops does not depend on the pairs' signs; time
+    depends on them only weakly (a slow repetition makes a longer pair)."""
     if not 0 < made < len(looks) or not looks[made - 1] < pairs < looks[made]:
         raise ValueError(f"a plan at {list(looks)} pairs cut short after {made} looks "
                          f"cannot make its last look at {pairs} pairs")
