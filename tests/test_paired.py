@@ -7,6 +7,7 @@ effect, so they say what the method does, not what this machine did today.
 import math
 import random
 import statistics
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -31,6 +32,7 @@ from gates.core.paired import (
     to_log,
     to_percent,
 )
+from gates.core.spending import _extend
 from gates.inference import look_plan
 
 REDUCTION = Limit.at_least(25.0, "%", key="g3.ttft_p50_reduction_min")
@@ -246,10 +248,8 @@ def test_a_plan_cut_short_keeps_its_ranks_and_spends_what_is_left_on_its_last_lo
 
 
 def spent_risk_of(looks, ranks):
-    """The exact count of sign sequences on which some look clears, for any ranks."""
-    from fractions import Fraction
-
-    from gates.core.spending import _extend
+    """The exact count of sign sequences on which some look clears, for any ranks (a second
+    count beside the module's, too many pairs here to enumerate every sequence)."""
     paths, done, crossing = {0: 1}, 0, Fraction(0)
     for n, k in zip(looks, ranks, strict=True):
         paths, done = _extend(paths, n - done), n

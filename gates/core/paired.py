@@ -223,6 +223,7 @@ class Sequential(BaseModel):
 
     metric: Metric
     looks: list[Look]
+    plan: LookPlan  # the plan the looks were made under: the rule's, or the rule cut short
 
     @property
     def decided(self) -> Look | None:
@@ -255,7 +256,7 @@ def sequential(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan,
         looks.append(look(d[:n], metric, limit, plan, statistic, last))
         if looks[-1].outcome in ("PASS", "FAIL"):
             break
-    return Sequential(metric=metric, looks=looks)
+    return Sequential(metric=metric, looks=looks, plan=plan)
 
 
 def pairs_needed(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPlan) -> int | None:

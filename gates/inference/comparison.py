@@ -103,14 +103,12 @@ def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic
           why_stopped: str) -> str:
     final = s.final
     which = f"look {len(s.looks)} of {len(rule.looks)} at {list(rule.looks)} pairs"
-    used = rule
-    if final.pairs not in rule.looks:  # the time budget ended the plan between two looks
-        used = rule.cut_short(final.pairs)
+    if s.plan.planned:  # the time budget ended the plan between two looks
         which = (f"look {len(s.looks)}, a last look at the {final.pairs} pairs that ran when "
                  f"the time budget cut the plan at {list(rule.looks)} pairs short")
     said = [f"median of candidate / baseline over {final.pairs} ABBA pairs, "
             f"{100 * final.level:.4g} % sign-test interval ({which}; the plan's chance of "
-            f"wrongly clearing a limit at any look, counted exactly: {100 * used.risk:.3g} %)",
+            f"wrongly clearing a limit at any look, counted exactly: {100 * s.plan.risk:.3g} %)",
             _risk(rule, s.metric, limit, d, statistic)]
     if final.outcome in ("MARGINAL", "continue"):
         more = pairs_needed(d, s.metric, limit, rule)
