@@ -188,3 +188,15 @@ def test_every_public_function_says_what_it_does():
                     and not node.name.startswith("pytest_")):
                 missing.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
     assert not missing, "one docstring line on every public function:\n" + "\n".join(missing)
+
+
+def test_a_command_that_draws_no_chart_does_not_load_matplotlib():
+    """matplotlib and numpy were a third of every `kvgate` command's start-up: gates.charts
+    imports them when a chart is drawn, so `kvgate --help`, config check and verify start
+    without them."""
+    code = ("import sys, gates.cli\n"
+            "print(sorted(m for m in ('matplotlib', 'numpy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
