@@ -146,3 +146,33 @@ def rank(rows: list[CostRow], by: str = "ttft") -> list[CostRow]:
         raise ValueError(f"rank by one of {', '.join(RANK_KEYS)}, not {by!r}")
     # Options with no gain have no price per gain: they go last, in catalogue order.
     return sorted(rows, key=lambda r: (key(r) is None, key(r) or 0.0))
+
+
+class PricePerPoint(BaseModel):
+    """An array's price per percentage point of a measured gain, with the interval's range."""
+
+    point: float | None  # price / the gain's point estimate; None when the point is no gain
+    low: float | None  # price / the interval's top: the cheapest the interval allows
+    high: float | None  # price / the interval's bottom; None when it reaches 0 (no bound)
+    note: str = ""
+
+
+def price_per_point(price: float, lo: float, point: float, hi: float) -> PricePerPoint:
+    """The price of one point of a gain measured as point % in [lo, hi] % (G3, kvgate compare).
+
+    A gain whose interval reaches 0 has no upper bound on its price per point: said, not
+    printed as a figure.
+    """
+    if not all(math.isfinite(v) for v in (price, lo, point, hi)) or price <= 0:
+        raise ValueError(f"price {price!r} and gain {point!r} [{lo!r}, {hi!r}] must be finite, "
+                         "the price above 0")
+    if not lo <= point <= hi:
+        raise ValueError(f"gain {point:g} % is outside its interval [{lo:g}, {hi:g}]")
+    if hi <= 0:
+        return PricePerPoint(point=None, low=None, high=None,
+                             note=f"no gain: the interval [{lo:.1f}, {hi:.1f}] % holds no "
+                                  "positive value, so no price per point")
+    note = "" if lo > 0 else (f"the interval reaches {lo:.1f} %: the price per point has no "
+                              "upper bound")
+    return PricePerPoint(point=price / point if point > 0 else None, low=price / hi,
+                         high=price / lo if lo > 0 else None, note=note)
