@@ -15,6 +15,7 @@ from . import __version__
 from .checklist import add_checklist_commands, checklist_command, unknown_checklist
 from .commands import (
     add_bundle_commands,
+    add_compare_commands,
     add_engine_commands,
     add_inference_commands,
     add_key_commands,
@@ -23,6 +24,7 @@ from .commands import (
     add_verify_commands,
     add_waive_commands,
     bundle_command,
+    compare_command,
     engine_command,
     inventory_command,
     key_command,
@@ -61,6 +63,8 @@ EXAMPLES = """examples:
   kvgate config check                    validate site.toml and thresholds.toml, print them
   kvgate checklist --operator "A. Engineer"   guided on-site run: manual items, then each gate
   kvgate bundle RUN_ID && kvgate verify reports/RUN_ID.bundle.tar.gz
+  kvgate compare RUN_A=FX100 RUN_B=FX300 candidate arrays side by side, ranked where
+                                         their G3 intervals allow
   kvgate waive RUN_ID "limits changed since G2" --reason "…" --by "J. Reviewer"
 """
 
@@ -104,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inference_commands(commands)
     add_model_commands(commands)
     add_bundle_commands(commands)
+    add_compare_commands(commands)
     add_checklist_commands(commands)
     add_engine_commands(commands)
     add_proof_commands(commands)
@@ -249,8 +254,9 @@ def record_schema() -> dict:
 
 # The commands that take their arguments alone.
 VERBS = {"engine": engine_command, "checklist": checklist_command, "proof": proof_command,
-         "bundle": bundle_command, "verify": verify_command, "waive": waive_command,
-         "key": key_command, "model": model_command, "loadgen": loadgen, "sim": sim_serve}
+         "bundle": bundle_command, "compare": compare_command, "verify": verify_command,
+         "waive": waive_command, "key": key_command, "model": model_command, "loadgen": loadgen,
+         "sim": sim_serve}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Candidates ranked by their intervals (gates.core.ranking) and priced per point (model.cost)."""
+"""Candidates ranked by their intervals (gates.model.ranking) and priced per point (model.cost)."""
 
 import math
 import random
@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.core.ranking import (
+from gates.model.cost import price_per_point
+from gates.model.ranking import (
     NOT_DISTINGUISHABLE,
     Estimate,
     rank_by_interval,
     ranking_lines,
     wrong_order_risk,
 )
-from gates.model.cost import price_per_point
 
 
 def est(name, point, half=3.0, level=0.95):

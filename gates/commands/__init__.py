@@ -1,9 +1,13 @@
-"""The CLI verbs other than `run`: model, loadgen, engine, bundle, inventory, proof, key, verify,
-waive."""
+"""The CLI verbs other than `run`: model, loadgen, engine, bundle, compare, inventory, proof,
+key, verify, waive."""
 
 from .bundle import (
     add_bundle_commands,
     bundle_command,
+)
+from .compare import (
+    add_compare_commands,
+    compare_command,
 )
 from .engine import (
     add_engine_commands,
@@ -40,6 +44,7 @@ from .waive import (
 
 __all__ = [
     "add_bundle_commands",
+    "add_compare_commands",
     "add_engine_commands",
     "add_inference_commands",
     "add_key_commands",
@@ -48,6 +53,7 @@ __all__ = [
     "add_verify_commands",
     "add_waive_commands",
     "bundle_command",
+    "compare_command",
     "engine_command",
     "inventory_command",
     "key_command",

@@ -145,6 +145,10 @@ class Measurement(BaseModel):
     id: str | None = Field(default=None, exclude_if=lambda v: v is None)
     at: int | None = Field(default=None, exclude_if=lambda v: v is None)
     interval: tuple[float, float] | None = None
+    # The interval's two-sided confidence level (G3's final look), so a reader can say how far
+    # to trust an order read from two intervals (kvgate compare); unset for older records.
+    interval_level: float | None = Field(default=None, gt=0.0, lt=1.0,
+                                         exclude_if=lambda v: v is None)
     evidence: list[str] = Field(default_factory=list)
     note: str = ""
 

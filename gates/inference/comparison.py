@@ -167,7 +167,8 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
                      "was configured fairly")
         out.append(G3[id].stamp(Measurement(
             name="", value=final.point, unit="%", limit=by_id[id],
-            outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi), note=note), c))
+            outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi),
+            interval_level=final.level, note=note), c))
     return out
 
 

@@ -1,4 +1,5 @@
-"""The KV / bandwidth / cost model: KV geometry, bandwidth predictions, array prices. Pure."""
+"""The KV / bandwidth / cost model: KV geometry, bandwidth predictions, array prices, and
+candidates ranked by their measured intervals. Pure."""
 
 from .bandwidth import (
     SEED_BASELINE_BPS,
@@ -17,8 +18,10 @@ from .cost import (
     ArrayOption,
     Catalog,
     CatalogError,
+    PricePerPoint,
     evaluate,
     load_catalog,
+    price_per_point,
     rank,
 )
 from .kv import (
@@ -30,6 +33,7 @@ from .kv import (
     parse_tokens,
     size_workload,
 )
+from .ranking import Estimate, Ranked, rank_by_interval, ranking_lines, wrong_order_risk
 from .spec import CATALOGUE, ModelError
 
 __all__ = [
@@ -37,10 +41,13 @@ __all__ = [
     "CATALOGUE",
     "Catalog",
     "CatalogError",
+    "Estimate",
     "LMCACHE_CHUNK_TOKENS",
     "ModelError",
     "ModelInputError",
+    "PricePerPoint",
     "RANK_KEYS",
+    "Ranked",
     "RestoreModel",
     "SEED_BASELINE_BPS",
     "SEED_BASELINE_LABEL",
@@ -56,7 +63,11 @@ __all__ = [
     "parse_tokens",
     "predict",
     "preflight",
+    "price_per_point",
     "rank",
+    "rank_by_interval",
+    "ranking_lines",
     "recompute_time",
     "size_workload",
+    "wrong_order_risk",
 ]

@@ -1,5 +1,6 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
+from .compare import CompareError, compare, text_lines, write_comparison
 from .given import NotVerifiable
 from .report import ReportContext, arm_row, format_value, retest_rows, write_reports
 from .signing import (
@@ -25,6 +26,7 @@ from .waivers import WaiverRefused, choose_deviation, sign_waiver
 
 __all__ = [
     "BAD_INPUT",
+    "CompareError",
     "KEY_DIR_ENV",
     "KEY_ENV",
     "NotVerifiable",
@@ -39,6 +41,7 @@ __all__ = [
     "arm_row",
     "build_summary",
     "choose_deviation",
+    "compare",
     "configured_signer",
     "examine",
     "format_value",
@@ -49,8 +52,10 @@ __all__ = [
     "reissue_summary",
     "retest_rows",
     "sign_waiver",
+    "text_lines",
     "trusted_fingerprint",
     "trusted_here",
+    "write_comparison",
     "write_reports",
     "write_summary",
 ]

@@ -52,6 +52,7 @@ class Ranked(BaseModel):
 
     @property
     def name(self) -> str:
+        """The candidate's name (its estimate's)."""
         return self.estimate.name
 
 

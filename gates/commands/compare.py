@@ -1,0 +1,75 @@
+"""`kvgate compare RUN_ID[=ARRAY] ...`: candidate arrays' chains side by side (issue #28)."""
+
+from __future__ import annotations
+
+import argparse
+from argparse import ArgumentTypeError
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
+from ..options import folder, input_file, run_id
+from ..report import CompareError, compare, text_lines, write_comparison
+from ..store import DB_NAME, Store, StoreError
+
+EXAMPLES = """examples:
+  kvgate compare 20261204T100000Z-aaaaaa=FX100 20261205T100000Z-bbbbbb=FX300
+  kvgate compare RUN_A=FX100 RUN_B=FX200 --out /data/kvgate-reports --catalog quotes.toml
+
+Each candidate is a run whose chain (G1 -> G4, followed by its own citations) measured one
+array; =ARRAY names it as the catalogue does, for its price per TB and per point of TTFT p50
+reduction. Two candidates are ranked only where their G3 intervals do not overlap; otherwise
+they are "not distinguishable". Writes compare-*.json into --out.
+
+exit codes: 0 compared, 2 an unknown run, a missing store, an unreadable catalogue, fewer than
+two runs"""
+
+
+def candidate(text: str) -> tuple[str, str]:
+    """RUN_ID or RUN_ID=ARRAY, the run id a plain folder name."""
+    run, _, array = text.partition("=")
+    if "=" in text and not array.strip():
+        raise ArgumentTypeError(f"{text}: name the array after '=', or leave '=' out")
+    return run_id(run) or _empty(text), array.strip()
+
+
+def _empty(text: str) -> str:
+    raise ArgumentTypeError(f"{text!r}: a run id is needed before '='")
+
+
+def add_compare_commands(commands: argparse._SubParsersAction) -> None:
+    """Register `compare CANDIDATE... [--out DIR] [--catalog FILE]`."""
+    cmd = commands.add_parser(
+        "compare", help="candidate arrays' chains side by side, ranked where intervals allow",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmd.add_argument("candidates", nargs="+", type=candidate, metavar="RUN_ID[=ARRAY]",
+                     help="two or more runs, each optionally with its array's catalogue name")
+    cmd.add_argument("--out", type=folder, default=Path("reports"),
+                     help="folder of the store and the run folders (default: ./reports)")
+    cmd.add_argument("--catalog", type=input_file, default=SHIPPED_CATALOG,
+                     help="array catalogue for prices (default: the shipped catalog/arrays.toml)")
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """Print the comparison and write its JSON; 2 with the reason on stderr when it cannot."""
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        if not (args.out / DB_NAME).is_file():
+            raise CompareError(f"no kvgate store at {args.out / DB_NAME}: give the folder of "
+                               "your reports with --out")
+        catalog = load_catalog(args.catalog)
+        with Store.reading(args.out) as store:
+            for run, _ in args.candidates:
+                if store.run(run) is None:
+                    raise CompareError(f"run {run} is not in the store {args.out / DB_NAME}")
+            result = compare(store, args.candidates, catalog)
+        path = write_comparison(args.out, result)
+    except (CompareError, CatalogError, StoreError, OSError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 2
+    for line in text_lines(result):
+        print(line)
+    print(f"comparison: {path}")
+    return 0
