@@ -35,6 +35,7 @@ from _timing import (
 
 from gates.core import GateRecord, Limit, Measurement
 from gates.core.config import load_thresholds
+from gates.core.paired import LookPlan
 from gates.sim.cli import bandwidth
 from gates.store import Store
 
@@ -261,6 +262,10 @@ def test_g3_passes_on_a_faster_candidate(world, g2):
     ms = outcomes(record)
     assert ms["TTFT p50 reduction @ concurrency 1"]["outcome"] == "PASS"
     assert ms["KV tokens read from the candidate storage @ concurrency 1"]["value"] == 100
+    # How often its interval may miss per side, for kvgate compare: the plan's risk over its
+    # looks (QUICK: one look at 3 pairs, confidence 0.7), not that look's own level.
+    assert ms["TTFT p50 reduction @ concurrency 1"]["interval_miss"] == pytest.approx(
+        LookPlan(looks=(3,), alpha=0.15).risk)
     assert record["upstream"]["gate"] == "g2" and record["upstream"]["run_id"] == g2["run_id"]
     saturated = load_generator_saturated(world, record)
     others = [m for m in failed(record) if m["id"] != "g3.loadgen_fit"]

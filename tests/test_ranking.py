@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from gates.core import Limit
+from gates.core.paired import LookPlan, sequential, to_log
 from gates.model.cost import price_per_point
 from gates.model.ranking import (
     NOT_DISTINGUISHABLE,
@@ -18,8 +20,8 @@ from gates.model.ranking import (
 )
 
 
-def est(name, point, half=3.0, level=0.95):
-    return Estimate(name=name, point=point, lo=point - half, hi=point + half, level=level)
+def est(name, point, half=3.0, miss=0.025):
+    return Estimate(name=name, point=point, lo=point - half, hi=point + half, miss=miss)
 
 
 def test_a_faster_tier_is_ranked_first_when_the_intervals_part():
@@ -33,7 +35,7 @@ def test_two_equal_candidates_are_not_distinguishable_and_share_the_rank():
     assert [r.rank for r in ranked] == [1, 1]
     assert ranked[0].name == "B"  # shown by point, but not ranked by it
     lines = ranking_lines(ranked)
-    assert lines[0].startswith("1. B: 31.0 % [28.0, 34.0]")
+    assert lines[0].startswith("1. B: 31.0 % [28.0, 34.0] (misses at most 2.5 % per side)")
     assert f"{NOT_DISTINGUISHABLE} from A" in lines[0]
     assert f"{NOT_DISTINGUISHABLE} from B" in lines[1]
 
@@ -54,11 +56,12 @@ def test_for_a_latency_lower_is_better():
 
 
 @pytest.mark.parametrize("bad", [
-    dict(name="X", point=1.0, lo=2.0, hi=3.0, level=0.95),  # point outside
-    dict(name="X", point=1.0, lo=math.nan, hi=3.0, level=0.95),
-    dict(name="X", point=1.0, lo=0.0, hi=math.inf, level=0.95),
-    dict(name="X", point=1.0, lo=0.0, hi=2.0, level=1.0),
-    dict(name="", point=1.0, lo=0.0, hi=2.0, level=0.95),
+    dict(name="X", point=1.0, lo=2.0, hi=3.0, miss=0.025),  # point outside
+    dict(name="X", point=1.0, lo=math.nan, hi=3.0, miss=0.025),
+    dict(name="X", point=1.0, lo=0.0, hi=math.inf, miss=0.025),
+    dict(name="X", point=1.0, lo=0.0, hi=2.0, miss=0.0),
+    dict(name="X", point=1.0, lo=0.0, hi=2.0, miss=0.5),
+    dict(name="", point=1.0, lo=0.0, hi=2.0, miss=0.025),
 ])
 def test_an_estimate_that_is_no_interval_is_refused(bad):
     with pytest.raises(ValidationError):
@@ -77,7 +80,7 @@ estimates = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(estimates)
 def test_ranks_agree_with_the_pairwise_relations(rows):
-    items = [Estimate(name=f"c{i}", point=p, lo=p - a, hi=p + b, level=0.95)
+    items = [Estimate(name=f"c{i}", point=p, lo=p - a, hi=p + b, miss=0.025)
              for i, (p, a, b) in enumerate(rows)]
     ranked = rank_by_interval(items)
     by = {r.name: r for r in ranked}
@@ -93,19 +96,30 @@ def test_ranks_agree_with_the_pairwise_relations(rows):
     assert [r.rank for r in ranked] == sorted(r.rank for r in ranked)
 
 
-def test_the_wrong_order_risk_is_measured_within_its_bound():
-    # Two arrays with the same true gain, each measured with an equal-tailed 95 % interval:
-    # how often one is ranked above the other must stay under the stated 5 %.
+def test_the_wrong_order_risk_of_g3s_sequential_intervals_is_measured_within_its_bound():
+    # What the review found: the stopping look's own level understates how often a sequential
+    # interval misses, since the plan stops where an interval clears the limit. Two arrays
+    # with the same true gain, at the limit where stopping bites hardest, each measured by the
+    # shipped plan: how often one is ranked above the other must stay under the stated bound.
+    plan = LookPlan(looks=(7, 14, 84), alpha=0.025)
+    limit = Limit.at_least(25.0, "%")
+    truth = to_log("reduction", 25.0)
     rng = random.Random(28)
-    z = 1.959964
-    wrong, trials = 0, 20000
+
+    def measured(name):
+        d = [truth + rng.gauss(0.0, 0.13) for _ in range(plan.budget)]
+        final = sequential(d, "reduction", limit, plan).final
+        return Estimate(name=name, point=final.point, lo=final.lo, hi=final.hi, miss=plan.risk)
+
+    trials, wrong = 4000, 0
     for _ in range(trials):
-        a, b = (30.0 + rng.gauss(0.0, 4.0) for _ in range(2))
-        ranked = rank_by_interval([est("A", a, z * 4.0), est("B", b, z * 4.0)])
+        ranked = rank_by_interval([measured("A"), measured("B")])
         wrong += ranked[0].rank != ranked[1].rank
-    bound = wrong_order_risk(est("A", 0.0), est("B", 0.0))
-    assert bound == pytest.approx(0.05)
-    assert wrong / trials <= bound  # measured: ~0.6 % (two 95 % intervals rarely part)
+    bound = wrong_order_risk(measured("A"), measured("B"))
+    assert bound == pytest.approx(2 * plan.risk) and bound < 0.05
+    # measured: 0.7 % against the bound 4.46 % (the reviewer's near-tie with almost no spread
+    # reached 2.2 %, over the stopping look's own levels but within this bound)
+    assert wrong / trials <= bound, f"{wrong} of {trials} orders wrong, bound {bound:.4f}"
 
 
 def test_price_per_point_spans_the_interval():

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
 from ..options import folder, input_file, run_id
-from ..report import CompareError, compare, text_lines, write_comparison
+from ..report import GAINS, CompareError, Comparison, compare, write_comparison
 from ..store import DB_NAME, Store, StoreError
 
 EXAMPLES = """examples:
@@ -37,6 +37,29 @@ def candidate(text: str) -> tuple[str, str]:
 
 def _empty(text: str) -> str:
     raise ArgumentTypeError(f"{text!r}: a run id is needed before '='")
+
+
+def text_lines(c: Comparison) -> list[str]:
+    """The comparison for the terminal: verdicts, rankings, prices, differences."""
+    out = [f"{col.array} (run {col.run_id}): " + ", ".join(
+        f"{g.upper()} {v}" for g, v in col.verdicts.items()) for col in c.columns]
+    for col in c.columns:
+        out += [f"{col.array}: chain {note}" for note in col.chain if "BROKEN" in note]
+    out += [f"differs: {d}" for d in c.differences]
+    for r in c.rankings:
+        out.append(f"{GAINS[r.id]} @ concurrency {r.at}:")
+        out += [f"  {line}" for line in r.lines] + [f"  unranked: {u}" for u in r.unranked]
+    for col in c.columns:
+        for at, p in sorted(col.price_per_point.items()):
+            span = (f"{p.low:,.0f} … {p.high:,.0f}" if p.high is not None else
+                    f"from {p.low:,.0f}, no upper bound" if p.low is not None else "none")
+            out.append(f"{col.array}: price per point of TTFT p50 reduction @ {at}: "
+                       f"{'—' if p.point is None else f'{p.point:,.0f}'} ({span})")
+        if col.price_per_tb is not None:
+            out.append(f"{col.array}: price {col.price:,.0f}, per TB {col.price_per_tb:,.0f}")
+        if col.price_note:
+            out.append(f"{col.array}: {col.price_note}")
+    return out + [c.risk]
 
 
 def add_compare_commands(commands: argparse._SubParsersAction) -> None:
@@ -65,11 +88,16 @@ def compare_command(args: argparse.Namespace) -> int:
                 if store.run(run) is None:
                     raise CompareError(f"run {run} is not in the store {args.out / DB_NAME}")
             result = compare(store, args.candidates, catalog)
-        path = write_comparison(args.out, result)
     except (CompareError, CatalogError, StoreError, OSError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
-    for line in text_lines(result):
+    for line in text_lines(result):  # printed before the file, which may fail to be written
         print(line)
+    try:
+        path = write_comparison(args.out, result)
+    except OSError as exc:
+        err.print(f"[red]error:[/] the comparison above was not written to {args.out}: "
+                  f"{escape(str(exc))}", highlight=False)
+        return 2
     print(f"comparison: {path}")
     return 0

@@ -145,10 +145,12 @@ class Measurement(BaseModel):
     id: str | None = Field(default=None, exclude_if=lambda v: v is None)
     at: int | None = Field(default=None, exclude_if=lambda v: v is None)
     interval: tuple[float, float] | None = None
-    # The interval's two-sided confidence level (G3's final look), so a reader can say how far
-    # to trust an order read from two intervals (kvgate compare); unset for older records.
-    interval_level: float | None = Field(default=None, gt=0.0, lt=1.0,
-                                         exclude_if=lambda v: v is None)
+    # How often, at most, the truth lies beyond one given end of the interval: for G3's gains the
+    # sequential plan's risk counted over all its looks (not the stopping look's own level,
+    # which the plan's stopping on it makes optimistic), so a reader can bound an order read
+    # from two intervals (kvgate compare); unset for older records.
+    interval_miss: float | None = Field(default=None, gt=0.0, lt=0.5,
+                                        exclude_if=lambda v: v is None)
     evidence: list[str] = Field(default_factory=list)
     note: str = ""
 

@@ -168,7 +168,7 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
         out.append(G3[id].stamp(Measurement(
             name="", value=final.point, unit="%", limit=by_id[id],
             outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi),
-            interval_level=final.level, note=note), c))
+            interval_miss=s.plan.risk, note=note), c))
     return out
 
 

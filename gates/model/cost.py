@@ -27,8 +27,8 @@ class ArrayOption(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    price: float = Field(gt=0)
-    capacity_tb: float = Field(gt=0)
+    price: float = Field(gt=0, allow_inf_nan=False)
+    capacity_tb: float = Field(gt=0, allow_inf_nan=False)
     read_bandwidth: Rate = Field(gt=0)
     # How far to trust read_bandwidth; the table prints it beside every figure.
     bandwidth_basis: Literal["measured", "seed-measured", "vendor", "link-ceiling", "example"]

@@ -1,14 +1,16 @@
 """Candidates ranked by their intervals, and only where the intervals allow it. Pure.
 
-The first step of `kvgate compare` (issue #28): each candidate array's G3 gain (a TTFT
-reduction or a throughput gain, in %) comes with its interval, and two candidates are put in
-an order only when their intervals do not overlap. Why that is safe: if A is ranked above B
-while B is truly at least as good, then lo_A > hi_B with theta_A <= theta_B, so A's interval
-lies wholly above its truth or B's wholly below its own: each an equal-tailed interval's
-one-sided miss, (1 - level) / 2. The risk of one wrong order is at most the sum of the two,
-5 % for two 95 % intervals (Bonferroni, whatever the intervals' dependence). It is
-conservative: two arrays whose intervals overlap may still differ; they are then "not
-distinguishable", never ordered by their points alone.
+Used by `kvgate compare` (issue #28): each candidate array's G3 gain (a TTFT reduction or a
+throughput gain, in %) comes with its interval and that interval's one-sided miss, the most
+often the truth lies above its top (or below its bottom). Two candidates are put in an order
+only when their intervals do not overlap. Why that is safe: if A is ranked above B while B is
+truly at least as good, then lo_A > hi_B with theta_A <= theta_B, so A's interval lies wholly
+above its truth or B's wholly below its own. The risk of one wrong order is at most the sum of
+the two misses (Bonferroni, whatever the intervals' dependence). For G3's sequential sign-test
+intervals the miss is the plan's risk over all its looks (2.23 % for the shipped plan), not
+the stopping look's own level: the plan stops where an interval clears the limit, which makes
+that look's level optimistic. It is conservative: two arrays whose intervals overlap may still
+differ; they are then "not distinguishable", never ordered by their points alone.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ NOT_DISTINGUISHABLE = "not distinguishable"
 
 
 class Estimate(BaseModel):
-    """One candidate's figure with its equal-tailed interval at a confidence level."""
+    """One candidate's figure with its interval and how often, at most, it misses per side."""
 
     name: str = Field(min_length=1)
     point: float
     lo: float
     hi: float
-    level: float = Field(gt=0.5, lt=1.0)  # two-sided, e.g. 0.95
+    miss: float = Field(gt=0.0, lt=0.5)  # e.g. 0.025 for an equal-tailed 95 % interval
 
     @model_validator(mode="after")
     def _ordered(self) -> Estimate:
@@ -63,7 +65,7 @@ def ahead(a: Estimate, b: Estimate, higher_is_better: bool = True) -> bool:
 
 def wrong_order_risk(a: Estimate, b: Estimate) -> float:
     """The most that one order of a and b read from the intervals is wrong (module doc)."""
-    return (1.0 - a.level) / 2 + (1.0 - b.level) / 2
+    return a.miss + b.miss
 
 
 def rank_by_interval(estimates: Sequence[Estimate],
@@ -88,13 +90,16 @@ def rank_by_interval(estimates: Sequence[Estimate],
 
 
 def ranking_lines(ranked: Sequence[Ranked], unit: str = "%") -> list[str]:
-    """One line per candidate, saying whom it is ahead of and whom it cannot be told from."""
+    """One line per candidate, saying whom it is ahead of and whom it cannot be told from;
+    a lone candidate gets no rank (there was no one to be ranked against)."""
     lines = []
     for r in ranked:
         e = r.estimate
         said = [f"ahead of {', '.join(r.ahead_of)}"] if r.ahead_of else []
         if r.not_distinguishable_from:
             said.append(f"{NOT_DISTINGUISHABLE} from {', '.join(r.not_distinguishable_from)}")
-        lines.append(f"{r.rank}. {e.name}: {e.point:.1f} {unit} [{e.lo:.1f}, {e.hi:.1f}] "
-                     f"({e.level:.0%} interval)" + (f"; {'; '.join(said)}" if said else ""))
+        place = f"{r.rank}. " if len(ranked) > 1 else "only candidate with an interval: "
+        lines.append(f"{place}{e.name}: {e.point:.1f} {unit} [{e.lo:.1f}, {e.hi:.1f}] "
+                     f"(misses at most {100 * e.miss:.3g} % per side)"
+                     + (f"; {'; '.join(said)}" if said else ""))
     return lines

@@ -1,6 +1,6 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
-from .compare import CompareError, compare, text_lines, write_comparison
+from .compare import GAINS, CompareError, Comparison, compare, write_comparison
 from .given import NotVerifiable
 from .report import ReportContext, arm_row, format_value, retest_rows, write_reports
 from .signing import (
@@ -27,6 +27,8 @@ from .waivers import WaiverRefused, choose_deviation, sign_waiver
 __all__ = [
     "BAD_INPUT",
     "CompareError",
+    "Comparison",
+    "GAINS",
     "KEY_DIR_ENV",
     "KEY_ENV",
     "NotVerifiable",
@@ -52,7 +54,6 @@ __all__ = [
     "reissue_summary",
     "retest_rows",
     "sign_waiver",
-    "text_lines",
     "trusted_fingerprint",
     "trusted_here",
     "write_comparison",

@@ -3,8 +3,9 @@
 Each column is one run's chain, followed by its own citations (G4 -> G3 -> G2 -> G1), never a
 "latest for the site" record: on a store holding several candidates of one site, that would
 be another array's. G3's gains come with their intervals and levels; two candidates are put in
-an order only where those intervals do not overlap (gates.core.ranking, which states the risk
-of a wrong order), and columns measured on different workloads are not ranked at all.
+an order only where those intervals do not overlap (gates.model.ranking, which states the risk
+of a wrong order); columns measured on different workloads, or a simulated engine beside a real
+one, are not ranked at all.
 First step of issue #28: the comparison as JSON and text; the HTML page, its signature and
 `kvgate verify` of it come next.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core import GATES, GateRecord, Measurement, upstream_gate
+from ..core import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
 from ..model import (
     Catalog,
     Estimate,
@@ -71,6 +72,7 @@ class Column(BaseModel):
     thresholds_sha256: str = ""
     workload_hash: str = ""
     limits_profile: str = ""
+    simulated: bool = False  # G3's arms ran kvgate's simulator, not a real engine
     g1: list[Figure] = []
     gains: list[Gain] = []
     price: float | None = None
@@ -105,10 +107,15 @@ def run_chain(store: Store, run_id: str) -> tuple[dict[str, Found | None], list[
     chosen: dict[str, Found | None] = {}
     below: Found | None = None
     for gate in reversed(GATES):
-        found = store.record(run_id, gate)
         ref = below.record.upstream if below else None
-        if found is None and ref and ref.gate == gate:
-            found = store.record(ref.run_id, gate)
+        # The record the gate above stands on, where it cites one: the run's own record of
+        # that gate, if different, belongs to another chain.
+        source = ref.run_id if ref and ref.gate == gate else run_id
+        try:
+            found = store.record(source, gate)
+        except ValueError as exc:  # a stored body that is not a record (altered, or broken)
+            raise CompareError(f"run {source}'s {gate.upper()} record in {store.out_dir} "
+                               f"cannot be read: {_first_line(exc)}") from None
         chosen[gate] = Found(*found) if found else None
         below = chosen[gate] or below
     notes = []
@@ -127,14 +134,15 @@ def gain_of(m: Measurement, name: str) -> Gain:
     why, estimate = "", None
     if m.value is None or m.interval is None:
         why = f"no interval ({m.outcome.value})"
-    elif m.interval_level is None:
-        why = "its record gives no interval level (written before kvgate stated it)"
+    elif m.interval_miss is None:
+        why = "its record does not say how often its interval may miss (written before " \
+              "kvgate stated it)"
     else:
         try:
             estimate = Estimate(name=name, point=m.value, lo=m.interval[0], hi=m.interval[1],
-                                level=m.interval_level)
+                                miss=m.interval_miss)
         except ValueError as exc:  # a record altered or broken: not a figure to rank
-            why = f"its interval is no interval ({str(exc).splitlines()[-1].strip()})"
+            why = f"its interval is no interval ({_first_line(exc)})"
     return Gain(id=m.id or "", at=m.at or 0, outcome=m.outcome.value, estimate=estimate,
                 note=why)
 
@@ -153,6 +161,8 @@ def column(store: Store, run_id: str, array: str, catalog: Catalog | None) -> Co
         thresholds_sha256=g3.thresholds_sha256 if g3 else "",
         workload_hash=g3.facts.get("workload_hash", "") if g3 else "",
         limits_profile=g3.limits_profile if g3 else "",
+        simulated=bool(g3) and any(d.lower().startswith(SIMULATED_ENGINE.lower())
+                                   for d in g3.deviations),
         g1=[Figure(id=m.id, name=m.name, value=m.value, unit=m.unit, outcome=m.outcome.value)
             for m in (g1.measurements if g1 else []) if m.id in G1_FIGURES],
         gains=[gain_of(m, array or run_id) for m in (g3.measurements if g3 else [])
@@ -166,9 +176,12 @@ def priced(col: Column, catalog: Catalog | None) -> Column:
     if option is None:
         return col.model_copy(update={"price_note": "no price: " + (
             f"{col.array!r} is not in the catalogue" if catalog else "no catalogue given")})
-    per_point = {g.at: price_per_point(option.price, g.estimate.lo, g.estimate.point,
-                                       g.estimate.hi)
-                 for g in col.gains if g.id == "g3.ttft_p50_reduction" and g.estimate}
+    try:
+        per_point = {g.at: price_per_point(option.price, g.estimate.lo, g.estimate.point,
+                                           g.estimate.hi)
+                     for g in col.gains if g.id == "g3.ttft_p50_reduction" and g.estimate}
+    except ValueError as exc:  # a catalogue price that is no price
+        return col.model_copy(update={"price_note": f"no price: {col.array}: {exc}"})
     return col.model_copy(update={"price": option.price,
                                   "price_per_tb": option.price / option.capacity_tb,
                                   "price_per_point": per_point})
@@ -177,14 +190,30 @@ def priced(col: Column, catalog: Catalog | None) -> Column:
 def differences(columns: Sequence[Column]) -> list[str]:
     """What the chains do not share, named with each candidate's value."""
     out = []
+    measured = [c for c in columns if c.verdicts["g3"] != NO_RECORD]
     for field, what in (("workload_hash", "workload hash"),
+                        ("simulated", "engine kind (simulated or real)"),
                         ("thresholds_sha256", "thresholds file"),
                         ("limits_profile", "limits profile")):
-        values = {getattr(c, field) for c in columns}
+        values = {getattr(c, field) for c in measured}
         if len(values) > 1:
-            each = ", ".join(f"{c.array}: {getattr(c, field)[:16] or 'none'}" for c in columns)
+            each = ", ".join(f"{c.array}: {_shown(getattr(c, field))}" for c in measured)
             out.append(f"different {what} ({each})")
     return out
+
+
+STOPS_RANKING = ("different workload hash", "different engine kind")
+
+
+def _shown(value: str | bool) -> str:
+    if isinstance(value, bool):
+        return "simulated" if value else "real"
+    return value[:16] or "none"
+
+
+def _first_line(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)  # pydantic: its first message, not its help URL
+    return errors()[0]["msg"] if callable(errors) else str(exc).splitlines()[0]
 
 
 def rankings(columns: Sequence[Column]) -> list[Ranking]:
@@ -196,7 +225,9 @@ def rankings(columns: Sequence[Column]) -> list[Ranking]:
         for c in columns:
             g = next((g for g in c.gains if (g.id, g.at) == (id, at)), None)
             if g is None or g.estimate is None:
-                unranked.append(f"{c.array}: {g.note if g else 'not measured'}")
+                why = g.note if g else ("no G3 record" if c.verdicts["g3"] == NO_RECORD
+                                        else "not measured")
+                unranked.append(f"{c.array}: {why}")
             else:
                 have.append(g.estimate)
         ranked = rank_by_interval(have) if have else []
@@ -217,41 +248,25 @@ def compare(store: Store, runs: Sequence[tuple[str, str]],
         raise CompareError(f"two candidates have one name ({', '.join(names)}): name each "
                            "run's array, RUN_ID=ARRAY")
     diff = differences(columns)
-    comparable = not any(d.startswith("different workload") for d in diff)
-    ranked = rankings(columns) if comparable else []
-    levels = sorted({g.estimate.level for c in columns for g in c.gains if g.estimate})
-    risk = (f"Two candidates are ordered only where their intervals do not overlap; the chance "
-            f"that such an order is wrong is at most "
-            f"{100 * max(wrong_order_risk(_at(lv), _at(levels[-1])) for lv in levels):.3g} % "
-            f"for each order (the two intervals' one-sided misses, levels "
-            f"{', '.join(f'{100 * lv:.4g} %' for lv in levels)})." if levels and comparable
-            else "No ranking: the candidates ran different workloads." if not comparable
-            else "No ranking: no G3 record gives an interval with its level.")
+    stop = [d for d in diff if d.startswith(STOPS_RANKING)]
+    ranked = [] if stop else rankings(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
-                      risk=risk)
+                      risk=risk_text(ranked, stop))
 
 
-def _at(level: float) -> Estimate:
-    return Estimate(name="x", point=0.0, lo=0.0, hi=0.0, level=level)
-
-
-def text_lines(c: Comparison) -> list[str]:
-    """The comparison for the terminal: verdicts, rankings, prices, differences."""
-    out = [f"{col.array} (run {col.run_id}): " + ", ".join(
-        f"{g.upper()} {v}" for g, v in col.verdicts.items()) for col in c.columns]
-    out += [f"not comparable as run: {d}" for d in c.differences]
-    for r in c.rankings:
-        out.append(f"{GAINS[r.id]} @ concurrency {r.at}:")
-        out += [f"  {line}" for line in r.lines] + [f"  unranked: {u}" for u in r.unranked]
-    for col in c.columns:
-        for at, p in sorted(col.price_per_point.items()):
-            span = (f"{p.low:,.0f} … {p.high:,.0f}" if p.high is not None else
-                    f"from {p.low:,.0f}, no upper bound" if p.low is not None else "none")
-            out.append(f"{col.array}: price per point of TTFT p50 reduction @ {at}: "
-                       f"{'—' if p.point is None else f'{p.point:,.0f}'} ({span})")
-        if col.price_note:
-            out.append(f"{col.array}: {col.price_note}")
-    return out + [c.risk]
+def risk_text(ranked: Sequence[Ranking], stop: Sequence[str]) -> str:
+    """The most that any one order the rankings state is wrong, or why nothing is ranked."""
+    if stop:
+        return f"No ranking: {'; '.join(stop)}."
+    pairs = [wrong_order_risk(r.estimate, o.estimate) for x in ranked for r in x.ranked
+             for o in x.ranked if o.name in r.ahead_of]
+    if not any(x.ranked for x in ranked):
+        return "No ranking: no G3 record gives an interval with how often it may miss."
+    if not pairs:
+        return "No order: every candidate's interval overlaps the others'."
+    return (f"Two candidates are ordered only where their intervals do not overlap; the chance "
+            f"that any one such order is wrong is at most {100 * max(pairs):.3g} % (the sum of "
+            "the two intervals' one-sided misses, each G3 plan's risk over all its looks).")
 
 
 def write_comparison(out_dir: Path, c: Comparison) -> Path:
