@@ -2,8 +2,8 @@
 
 The records are written as a session writes them (tests/_chain.py); what compare reads of them
 is G3's gains with their intervals and levels, each run's own citations, and the catalogue.
-A comparison of chains that real G1 -> G4 runs of two simulated tiers wrote is issue #28's
-next step.
+tests/test_g2g3_e2e.py compares two G3 runs of simulated tiers (fast and slow) that really
+ran, on one G2; whole G1 -> G4 chains of two tiers are issue #28's next step.
 """
 
 import json

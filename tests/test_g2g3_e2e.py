@@ -256,8 +256,14 @@ def load_generator_saturated(world, record):
     return why
 
 
-def test_g3_passes_on_a_faster_candidate(world, g2):
-    done, record = run(world, "g3", site_text(on_disk(world, "t1")), thresholds=QUICK)
+@pytest.fixture(scope="module")
+def g3_fast(world, g2):
+    """G3 of the fast candidate tier (the simulator's disk unthrottled), run once."""
+    return run(world, "g3", site_text(on_disk(world, "t1")), thresholds=QUICK)
+
+
+def test_g3_passes_on_a_faster_candidate(world, g2, g3_fast):
+    done, record = g3_fast
     assert record is not None, done.stdout[-3000:]
     ms = outcomes(record)
     assert ms["TTFT p50 reduction @ concurrency 1"]["outcome"] == "PASS"
@@ -373,3 +379,26 @@ def test_a_candidate_kv_dir_on_another_filesystem_is_refused(world, g2):
     done, record = run(world, "g3", site)
     assert done.returncode == 2, done.stdout[-3000:]
     assert "another filesystem" in record["measurements"][0]["note"]
+
+
+def test_compare_ranks_the_faster_of_two_tiers_first_on_chains_real_runs_wrote(world, g2,
+                                                                                 g3_fast):
+    """kvgate compare on two G3 runs that stand on one G2: the fast tier (unthrottled) and a
+    slow one (its disk at 3 MB/s against the baseline's 1 MB/s), priced from the catalogue."""
+    fast = g3_fast[1]
+    assert fast is not None, g3_fast[0].stdout[-3000:]
+    slow_site = site_text(on_disk(world, "t-slow"), ', "--read-limit", "3MB/s"')
+    done, slow = run(world, "g3", slow_site, thresholds=QUICK)
+    assert slow is not None and slow["run_id"] != fast["run_id"], done.stdout[-3000:]
+    compared = subprocess.run(
+        [sys.executable, "-m", "gates.cli", "compare", f"{slow['run_id']}=FX100",
+         f"{fast['run_id']}=FX300", "--out", str(world / "out")],
+        capture_output=True, text=True, timeout=120, env=world_env(world))
+    assert compared.returncode == 0, compared.stderr
+    lines = compared.stdout.splitlines()
+    at = lines.index("TTFT p50 reduction @ concurrency 1:")
+    assert lines[at + 1].startswith("  1. FX300: ") and "ahead of FX100" in lines[at + 1], \
+        compared.stdout
+    assert lines[at + 2].startswith("  2. FX100: "), compared.stdout
+    assert any(x.startswith("FX300: price per point of TTFT p50 reduction @ 1: ")
+               for x in lines), compared.stdout
