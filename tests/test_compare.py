@@ -63,7 +63,7 @@ def test_the_faster_tier_ranks_first_with_its_price_per_point(store):
     assert fast.price_per_point[8].high == pytest.approx(924_000 / 56)
     assert fast.verdicts == {"g1": "PASS", "g2": "PASS", "g3": "PASS", "g4": "PASS"}
     assert c.differences == [] and "at most 4.46 %" in c.risk
-    assert any("price per point of TTFT p50 reduction @ 8: 15,400" in x for x in text_lines(c))
+    assert any("price per point of TTFT p50 reduction @ 8: ¥15,400" in x for x in text_lines(c))
 
 
 def test_two_equal_tiers_are_not_distinguishable(store):

@@ -49,14 +49,17 @@ def text_lines(c: Comparison) -> list[str]:
     for r in c.rankings:
         out.append(f"{GAINS[r.id]} @ concurrency {r.at}:")
         out += [f"  {line}" for line in r.lines] + [f"  unranked: {u}" for u in r.unranked]
+    money = c.symbol  # every price in the catalogue's currency
     for col in c.columns:
         for at, p in sorted(col.price_per_point.items()):
-            span = (f"{p.low:,.0f} … {p.high:,.0f}" if p.high is not None else
-                    f"from {p.low:,.0f}, no upper bound" if p.low is not None else "none")
+            span = (f"{money}{p.low:,.0f} … {money}{p.high:,.0f}" if p.high is not None else
+                    f"from {money}{p.low:,.0f}, no upper bound" if p.low is not None
+                    else "none")
             out.append(f"{col.array}: price per point of TTFT p50 reduction @ {at}: "
-                       f"{'—' if p.point is None else f'{p.point:,.0f}'} ({span})")
+                       f"{'—' if p.point is None else f'{money}{p.point:,.0f}'} ({span})")
         if col.price_per_tb is not None:
-            out.append(f"{col.array}: price {col.price:,.0f}, per TB {col.price_per_tb:,.0f}")
+            out.append(f"{col.array}: price {money}{col.price:,.0f} ({c.currency}), per TB "
+                       f"{money}{col.price_per_tb:,.0f}")
         if col.price_note:
             out.append(f"{col.array}: {col.price_note}")
     return out + [c.risk]

@@ -100,6 +100,8 @@ class Comparison(BaseModel):
     differences: list[str]  # what the chains do not share; a workload difference stops ranking
     rankings: list[Ranking] = []
     risk: str = ""
+    currency: str = ""  # the catalogue's ISO 4217 code and symbol, for every price
+    symbol: str = ""
 
 
 def run_chain(store: Store, run_id: str) -> tuple[dict[str, Found | None], list[str]]:
@@ -251,7 +253,8 @@ def compare(store: Store, runs: Sequence[tuple[str, str]],
     stop = [d for d in diff if d.startswith(STOPS_RANKING)]
     ranked = [] if stop else rankings(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
-                      risk=risk_text(ranked, stop))
+                      risk=risk_text(ranked, stop), currency=catalog.currency if catalog else "",
+                      symbol=catalog.symbol if catalog else "")
 
 
 def risk_text(ranked: Sequence[Ranking], stop: Sequence[str]) -> str:
