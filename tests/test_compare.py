@@ -3,7 +3,7 @@
 The records are written as a session writes them (tests/_chain.py); what compare reads of them
 is G3's gains with their intervals and levels, each run's own citations, and the catalogue.
 tests/test_g2g3_e2e.py compares two G3 runs of simulated tiers (fast and slow) that really
-ran, on one G2; whole G1 -> G4 chains of two tiers are issue #28's next step.
+ran, on one G2; test_compare_page the comparison's folder and `kvgate verify` of it.
 """
 
 import json
@@ -150,7 +150,7 @@ def test_what_cannot_be_compared_is_refused_with_the_reason(store, runs, says):
         compare(store, runs)
 
 
-def test_the_command_prints_the_ranking_and_writes_its_json(tmp_path):
+def test_the_command_prints_the_ranking_and_writes_its_folder(tmp_path):
     with Store(tmp_path) as store:
         chain(store, "run-fast", gains(60.0, 45.0))
         chain(store, "run-slow", gains(30.0, 31.0))
@@ -159,8 +159,9 @@ def test_the_command_prints_the_ranking_and_writes_its_json(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "1. FX300: 60.0 % [56.0, 64.0]" in done.stdout
-    written = sorted(tmp_path.glob("compare-*.json"))
+    written = sorted(tmp_path.glob("compare-*/comparison.json"))
     assert len(written) == 1 and json.loads(written[0].read_text())["kind"] == "kvgate comparison"
+    assert "(unsigned: no signing key is configured)" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "gates.cli", "compare", "run-slow=FX100",
                           "nowhere=FX300", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)

@@ -21,7 +21,10 @@ EXAMPLES = """examples:
 Each candidate is a run whose chain (G1 -> G4, followed by its own citations) measured one
 array; =ARRAY names it as the catalogue does, for its price per TB and per point of TTFT p50
 reduction. Two candidates are ranked only where their G3 intervals do not overlap; otherwise
-they are "not distinguishable". Writes compare-*.json into --out.
+they are "not distinguishable". Writes the folder compare-<when>-<runs>/ into --out:
+comparison.html (prints to PDF, Letter or A4), comparison.json, and comparison.json.sig when a
+signing key is configured (kvgate key new); check it with
+  kvgate verify reports/compare-20261206T090000Z-aaaaaa-bbbbbb
 
 exit codes: 0 compared, 2 an unknown run, a missing store, an unreadable catalogue, fewer than
 two runs"""
@@ -97,10 +100,11 @@ def compare_command(args: argparse.Namespace) -> int:
     for line in text_lines(result):  # printed before the file, which may fail to be written
         print(line)
     try:
-        path = write_comparison(args.out, result)
+        files = write_comparison(args.out, result)
     except OSError as exc:
         err.print(f"[red]error:[/] the comparison above was not written to {args.out}: "
                   f"{escape(str(exc))}", highlight=False)
         return 2
-    print(f"comparison: {path}")
+    print(f"comparison: {files['html']}" + ("" if "sig" in files else
+                                             " (unsigned: no signing key is configured)"))
     return 0

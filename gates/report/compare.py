@@ -6,18 +6,17 @@ be another array's. G3's gains come with their intervals and levels; two candida
 an order only where those intervals do not overlap (gates.model.ranking, which states the risk
 of a wrong order); columns measured on different workloads, or a simulated engine beside a real
 one, are not ranked at all.
-First step of issue #28: the comparison as JSON and text; the HTML page, its signature and
-`kvgate verify` of it come next.
+The comparison is written as a signed, sealed page beside its JSON (comparison_page.py), and
+`kvgate verify` re-derives its rankings from the figures it shows (comparison_check.py).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import BaseModel
 
+from .. import __version__
 from ..core import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
 from ..model import (
     Catalog,
@@ -31,6 +30,7 @@ from ..model import (
 )
 from ..store import Store, utc_now
 from .chain import Found, link_status
+from .summary import ITEMS_TESTED, SignerInfo
 
 GAINS = {"g3.ttft_p50_reduction": "TTFT p50 reduction", "g3.throughput_gain": "throughput gain"}
 G1_FIGURES = ("g1.seq_read_bw", "g1.kv_restore_bw", "g1.randread_qd1_p99", "g1.randread_iops")
@@ -59,6 +59,15 @@ class Figure(BaseModel):
     value: float | None
     unit: str
     outcome: str
+    limit: str = ""  # the bound the site's G1 held it against (thresholds.toml)
+
+
+class Cited(BaseModel):
+    """One record a column stands on, by the hash the store holds (verify finds it by that)."""
+
+    gate: str
+    run_id: str
+    record_sha256: str
 
 
 class Column(BaseModel):
@@ -69,6 +78,7 @@ class Column(BaseModel):
     site: str
     verdicts: dict[str, str]  # gate -> verdict, or NO RECORD
     chain: list[str]  # how each link holds (or why not)
+    records: list[Cited] = []
     thresholds_sha256: str = ""
     workload_hash: str = ""
     limits_profile: str = ""
@@ -102,6 +112,15 @@ class Comparison(BaseModel):
     risk: str = ""
     currency: str = ""  # the catalogue's ISO 4217 code and symbol, for every price
     symbol: str = ""
+    kvgate_version: str = __version__
+    signer: SignerInfo | None = None  # None: unsigned
+    statement: str = ITEMS_TESTED
+
+    @property
+    def id(self) -> str:
+        """The comparison's name, and its folder's: when it was made and which runs it holds."""
+        stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")
+        return f"compare-{stamp}-{'-'.join(col.run_id[-6:] for col in self.columns)}"
 
 
 def run_chain(store: Store, run_id: str) -> tuple[dict[str, Found | None], list[str]]:
@@ -160,12 +179,15 @@ def column(store: Store, run_id: str, array: str, catalog: Catalog | None) -> Co
         site=next(r.site for r in records.values() if r is not None),
         verdicts={g: records[g].verdict.value if records[g] else NO_RECORD for g in GATES},
         chain=notes,
+        records=[Cited(gate=g, run_id=f.record.run_id, record_sha256=f.sha256)
+                 for g, f in sorted(chosen.items()) if f is not None],
         thresholds_sha256=g3.thresholds_sha256 if g3 else "",
         workload_hash=g3.facts.get("workload_hash", "") if g3 else "",
         limits_profile=g3.limits_profile if g3 else "",
         simulated=bool(g3) and any(d.lower().startswith(SIMULATED_ENGINE.lower())
                                    for d in g3.deviations),
-        g1=[Figure(id=m.id, name=m.name, value=m.value, unit=m.unit, outcome=m.outcome.value)
+        g1=[Figure(id=m.id, name=m.name, value=m.value, unit=m.unit, outcome=m.outcome.value,
+                   limit=str(m.limit) if m.limit else "")
             for m in (g1.measurements if g1 else []) if m.id in G1_FIGURES],
         gains=[gain_of(m, array or run_id) for m in (g3.measurements if g3 else [])
                if m.id in GAINS])
@@ -238,6 +260,14 @@ def rankings(columns: Sequence[Column]) -> list[Ranking]:
     return out
 
 
+def judged(columns: Sequence[Column]) -> tuple[list[str], list[Ranking], str]:
+    """(differences, rankings, risk) the columns give: what compare states and verify re-derives."""
+    diff = differences(columns)
+    stop = [d for d in diff if d.startswith(STOPS_RANKING)]
+    ranked = [] if stop else rankings(columns)
+    return diff, ranked, risk_text(ranked, stop)
+
+
 def compare(store: Store, runs: Sequence[tuple[str, str]],
             catalog: Catalog | None = None) -> Comparison:
     """The comparison of the named (run id, array name) candidates."""
@@ -249,11 +279,9 @@ def compare(store: Store, runs: Sequence[tuple[str, str]],
     if len(set(names)) < len(names):
         raise CompareError(f"two candidates have one name ({', '.join(names)}): name each "
                            "run's array, RUN_ID=ARRAY")
-    diff = differences(columns)
-    stop = [d for d in diff if d.startswith(STOPS_RANKING)]
-    ranked = [] if stop else rankings(columns)
+    diff, ranked, risk = judged(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
-                      risk=risk_text(ranked, stop), currency=catalog.currency if catalog else "",
+                      risk=risk, currency=catalog.currency if catalog else "",
                       symbol=catalog.symbol if catalog else "")
 
 
@@ -270,12 +298,3 @@ def risk_text(ranked: Sequence[Ranking], stop: Sequence[str]) -> str:
     return (f"Two candidates are ordered only where their intervals do not overlap; the chance "
             f"that any one such order is wrong is at most {100 * max(pairs):.3g} % (the sum of "
             "the two intervals' one-sided misses, each G3 plan's risk over all its looks).")
-
-
-def write_comparison(out_dir: Path, c: Comparison) -> Path:
-    """compare-<created>.json in the output folder; never overwrites one."""
-    stamp = c.created.replace(":", "").replace("-", "").replace("+0000", "Z")
-    path = out_dir / f"compare-{stamp}-{'-'.join(col.run_id[-6:] for col in c.columns)}.json"
-    with path.open("x", encoding="utf-8") as handle:
-        handle.write(json.dumps(c.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    return path

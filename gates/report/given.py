@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..store import DB_NAME, MANIFEST
-from .layout import EVIDENCE, KNOWN
+from .layout import COMPARISON_FILES, EVIDENCE, KNOWN
 
 ARCHIVES = (".tar.gz", ".tgz", ".tar")
-GIVE = "give a run folder (reports/<run-id>), one gate JSON or a bundle (.bundle.tar.gz)"
+GIVE = ("give a run folder (reports/<run-id>), one gate JSON, a bundle (.bundle.tar.gz) or a "
+        "comparison's folder (reports/compare-…)")
 
 
 class NotVerifiable(ValueError):
@@ -24,7 +25,8 @@ class NotVerifiable(ValueError):
 
 def _kvgate_wrote(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() or any(
-        (folder / name).is_file() or (folder / name).is_symlink() for name in KNOWN)
+        (folder / name).is_file() or (folder / name).is_symlink()
+        for name in KNOWN | set(COMPARISON_FILES))
 
 
 def _why_not(folder: Path) -> str:

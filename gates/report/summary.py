@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 from typing import Literal
 
-import jinja2
 from markupsafe import Markup
 from pydantic import BaseModel
 
@@ -31,6 +30,7 @@ from ..model import Catalog, CatalogError, load_catalog
 from ..store import Store, utc_now, write_new
 from .chain import ChainLink, chain_link, choose_records
 from .figures import CostSection, cost_section, model_facts
+from .pages import PAGES
 from .sealing import content_hash, record_meta, seal, seal_placeholder
 from .signing import (
     CONFIGURED,
@@ -219,21 +219,10 @@ def summary_json(summary: Summary) -> str:
     return json.dumps(body, sort_keys=True, indent=2) + "\n"
 
 
-def _css_string(text: str) -> Markup:
-    # Inside <style> nothing is HTML-decoded: escape for CSS, so no text can close the string.
-    return Markup("".join(c if c.isalnum() or c in " -_.:/" else f"\\{ord(c):x} " for c in text))
-
-
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("gates.report", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]),
-                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-_ENV.filters["css_string"] = _css_string
-
-
 def render_summary(summary: Summary) -> str:
     """summary.html, sealed with its own SHA-256, naming the digest of its summary.json."""
     digest = json.loads(summary_json(summary))[SUMMARY_HASH_KEY]
-    html = _ENV.get_template("summary.html.j2").render(
+    html = PAGES.get_template("summary.html.j2").render(
         s=summary, seal_field=Markup(seal_placeholder()), ACCEPT=ACCEPT, grouped=grouped,
         record_meta=Markup(record_meta(digest)))
     return seal(html)[0]

@@ -22,6 +22,10 @@ VERIFY_EXIT_TEXT = ("exit codes: 0 intact and signed by the given (or a trusted)
                     "unreadable --key), 4 intact but unsigned or signed by an unknown key")
 
 
+# The JSONs whose own digest covers all they say: their signature names no decision rule.
+WHOLLY_HASHED = ("summary.json", "comparison.json")
+
+
 def rel(path: Path, root: Path | None) -> str:
     """A file's name as verify prints it: relative to what was given (or its bare name)."""
     return Path(os.path.relpath(path, root)).as_posix() if root else path.name
@@ -67,7 +71,7 @@ def check_signed(path: Path, digest: str, root: Path | None,
     """(problems, signer's fingerprint; None unsigned, "" invalid) of a JSON, report and .sig.
 
     rule: a gate record's decision_rule text, which its signature must cover (None for the
-    summary, whose digest covers all of it).
+    summary and a comparison, whose digests cover all of them: WHOLLY_HASHED).
     """
     problems = check_binding(path, digest, root)
     sig = sig_path(path)
@@ -82,7 +86,7 @@ def check_signed(path: Path, digest: str, root: Path | None,
     if signed.get("sha256") != digest:
         problems.append(f"{rel(path, root)}: signature invalid: {sig.name} signs record "
                         f"{str(signed.get('sha256'))[:16]}…, the JSON is {digest[:16]}…")
-    if path.name != "summary.json":
+    if path.name not in WHOLLY_HASHED:
         problems += _rule_signed(path, signed, rule, root)
     name = str(signed.get("report") or "")
     if not name or Path(name).name != name:

@@ -1,6 +1,7 @@
 """`kvgate verify`: re-check records, evidence, report seals, the chain and a bundle's manifest.
 
-PATH is a run folder, one gate JSON, a bundle (.tar.gz) or an extracted bundle. Every problem
+PATH is a run folder, one gate JSON, a bundle (.tar.gz), an extracted bundle or a comparison's
+folder (comparison_check.py). Every problem
 names the file as a path relative to what was given (inside a bundle: the path in the archive)
 and says what is wrong with it. A run folder is checked whole: every report its records imply
 (<gate>.html and <gate>.html.seal beside <gate>.json, summary.html beside summary.json) must be
@@ -18,10 +19,11 @@ from pathlib import Path
 
 from ..core import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
+from .citing import cited, read_json
+from .comparison_check import check_comparison, is_comparison
 from .given import ARCHIVES, check_given
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
-from .signing import DuplicateKey, strict_json
 from .summary import SUMMARY_HASH_KEY, summary_digest, summary_findings
 from .trust import Verification, check_signed, stray_signatures
 from .trust import rel as _name
@@ -35,21 +37,9 @@ def record_digest(body: dict) -> str:
     return json_digest(body, EXTRA_KEYS)
 
 
-def _read(path: Path, root: Path | None = None) -> tuple[dict | None, str]:
-    try:
-        body = strict_json(path.read_text())
-    except DuplicateKey as exc:
-        return None, f"{_name(path, root)}: refused: {exc}"
-    except (OSError, ValueError) as exc:
-        return None, f"{_name(path, root)}: unreadable ({exc})"
-    if not isinstance(body, dict):
-        return None, f"{_name(path, root)}: not a JSON object"
-    return body, ""
-
-
 def check_record(path: Path, root: Path | None = None) -> list[str]:
     """What is wrong with one gate JSON and the evidence it lists ([] when intact)."""
-    body, problem = _read(path, root)
+    body, problem = read_json(path, root)
     if body is None:
         return [problem]
     me = _name(path, root)
@@ -68,43 +58,13 @@ def check_record(path: Path, root: Path | None = None) -> list[str]:
     return problems
 
 
-def _elsewhere(runs: Path, gate: str, run_id: str) -> str:
-    """Where a cited run's record is when its folder was renamed, or where it was looked for."""
-    try:
-        folders = sorted(p for p in runs.iterdir() if p.is_dir() and p.name != run_id)
-    except OSError:
-        folders = []
-    for folder in folders:
-        body, _ = _read(folder / f"{gate}.json", None)
-        if body is not None and body.get("run_id") == run_id:
-            return (f"folder {folder.name}/ holds run {run_id}'s {gate} record under another "
-                    f"name: a run is found by its id, so rename the folder back to {run_id}")
-    return (f"no folder {run_id}/ beside this run: verify the bundle `kvgate bundle` wrote, or "
-            f"the reports folder that holds every run of the chain")
-
-
-def _cited(path: Path, root: Path | None, gate: str, run_id: str, digest: str) -> list[str]:
-    """A record cited by (gate, run, hash) must sit beside the citing run and hash as cited."""
-    me = _name(path, root)
-    if not run_id or Path(run_id).name != run_id or run_id in (".", ".."):
-        return [f"{me}: cites {gate} of run {run_id!r}, which is not a run id"]
-    cited = path.parent.parent / run_id / f"{gate}.json"
-    found, problem = _read(cited, root) if cited.exists() else (None, "")
-    if found is None:
-        return [f"{me}: cites {gate} of run {run_id}, which is not here ("
-                f"{problem or _elsewhere(path.parent.parent, gate, run_id)})"]
-    if found.get("record_sha256") != digest:
-        return [f"{me}: the {gate} record it stands on ({run_id}) is not the one it cited"]
-    return []
-
-
 def check_chain(path: Path, root: Path | None = None) -> list[str]:
     """The upstream record a gate cites must exist beside this run and hash as cited."""
-    body, _ = _read(path, root)
+    body, _ = read_json(path, root)
     up = (body or {}).get("upstream")
     if not isinstance(up, dict):
         return []
-    return _cited(path, root, str(up.get("gate")), str(up.get("run_id", "")),
+    return cited(path, root, str(up.get("gate")), str(up.get("run_id", "")),
                   str(up.get("record_sha256")))
 
 
@@ -136,7 +96,7 @@ def check_report_seal(path: Path, root: Path | None = None) -> list[str]:
 
 def check_summary(path: Path, root: Path | None = None) -> list[str]:
     """summary.json must hash as it says and cite records that are here, as they are."""
-    body, problem = _read(path, root)
+    body, problem = read_json(path, root)
     if body is None:
         return [problem]
     problems = []
@@ -145,7 +105,7 @@ def check_summary(path: Path, root: Path | None = None) -> list[str]:
                         f"matches {str(body.get(SUMMARY_HASH_KEY))[:16]}…)")
     for link in body.get("chain") or []:
         if isinstance(link, dict) and link.get("run_id"):
-            problems += _cited(path, root, str(link.get("gate")), str(link["run_id"]),
+            problems += cited(path, root, str(link.get("gate")), str(link["run_id"]),
                                str(link.get("record_sha256")))
     found, _ = summary_findings(body, _carried(path))
     return problems + [f"{_name(path, root)}: {p}" for p in found]
@@ -156,7 +116,7 @@ def _carried(summary: Path):
     def carried(run_id: str, gate: str) -> list[str] | None:
         if Path(run_id).name != run_id or run_id in (".", ".."):
             return None
-        body, _ = _read(summary.parent.parent / run_id / f"{gate}.json")
+        body, _ = read_json(summary.parent.parent / run_id / f"{gate}.json")
         return list((body or {}).get("deviations") or []) if body is not None else None
     return carried
 
@@ -165,7 +125,7 @@ def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list
     """Evidence files no record of the run lists: added after the fact, or never hashed."""
     listed = set()
     for path in records:
-        body, _ = _read(path)
+        body, _ = read_json(path)
         listed |= set((body or {}).get("evidence") or {})
     evidence = folder / EVIDENCE
     found = sorted(p for p in evidence.rglob("*") if p.is_file() or p.is_symlink())
@@ -177,7 +137,7 @@ def check_signatures(paths: list[Path], root: Path | None) -> Verification:
     """Each gate JSON's and summary.json's signature, and the report beside each bound to it."""
     found = Verification()
     for path in paths:
-        body, _ = _read(path)  # an unreadable JSON is named by check_record / check_summary
+        body, _ = read_json(path)  # an unreadable JSON is named by check_record / check_summary
         if body is None:
             continue
         summary = path.name == "summary.json"
@@ -291,6 +251,8 @@ def examine(path: Path) -> Verification:
         return checked.add(_signed([path], root, missing))
     if (path / MANIFEST).is_file():
         return verify_tree(path)
+    if is_comparison(path):
+        return check_comparison(path, path)
     return check_run(path, path)
 
 

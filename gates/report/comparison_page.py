@@ -1,0 +1,72 @@
+"""The comparison as a sealed, signed page: <out>/compare-<when>-<runs>/comparison.*.
+
+comparison.json (the Comparison with its own SHA-256), comparison.html (sealed, naming that
+digest) and comparison.json.sig (when a key is configured), in a folder of its own inside the
+reports folder, beside the run folders whose records it cites: `kvgate verify` of that folder
+finds each cited record at ../<run_id>/<gate>.json, as it does for a summary, and re-derives
+the rankings from the figures the comparison states (comparison_check.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from markupsafe import Markup
+
+from ..core import json_digest
+from ..store import write_new
+from .compare import GAINS, NO_RECORD, Comparison
+from .layout import COMPARISON_HTML, COMPARISON_JSON
+from .pages import PAGES
+from .sealing import content_hash, record_meta, seal, seal_placeholder
+from .signing import CONFIGURED, Signer, configured_signer, grouped, sig_path, statement
+from .summary import SignerInfo
+
+COMPARISON_HASH_KEY = "comparison_sha256"
+
+
+def comparison_digest(body: dict) -> str:
+    """SHA-256 of comparison.json without its own hash field (sorted keys, as written)."""
+    return json_digest(body, (COMPARISON_HASH_KEY,))
+
+
+def comparison_json(c: Comparison) -> str:
+    """comparison.json's text: the comparison with its own SHA-256."""
+    body = json.loads(c.model_dump_json())
+    body[COMPARISON_HASH_KEY] = comparison_digest(body)
+    return json.dumps(body, sort_keys=True, indent=2) + "\n"
+
+
+def render_comparison(c: Comparison) -> str:
+    """comparison.html, sealed with its own SHA-256, naming the digest of comparison.json."""
+    digest = json.loads(comparison_json(c))[COMPARISON_HASH_KEY]
+    html = PAGES.get_template("comparison.html.j2").render(
+        c=c, GAINS=GAINS, NO_RECORD=NO_RECORD, grouped=grouped,
+        seal_field=Markup(seal_placeholder()), record_meta=Markup(record_meta(digest)))
+    return seal(html)[0]
+
+
+def write_comparison(out_dir: Path, c: Comparison,
+                     signer: Signer | None | str = CONFIGURED) -> dict[str, Path]:
+    """The comparison's folder in out_dir with its JSON, page and signature; never overwrites.
+
+    signer as for write_summary: CONFIGURED ($KVGATE_SIGNING_KEY or the default key, if any),
+    a Signer, or None (unsigned).
+    """
+    key = configured_signer() if signer == CONFIGURED else signer
+    key = key if isinstance(key, Signer) else None
+    if key:
+        c = c.model_copy(update={"signer": SignerInfo(fingerprint=key.public.fingerprint,
+                                                      public_key=key.public.text)})
+    folder = out_dir / c.id
+    folder.mkdir()  # a comparison made in the same second of the same runs: refused, not mixed
+    text, html = comparison_json(c), render_comparison(c)
+    files = {"json": write_new(folder / COMPARISON_JSON, text),
+             "html": write_new(folder / COMPARISON_HTML, html)}
+    if key:
+        signed = statement(COMPARISON_JSON, json.loads(text)[COMPARISON_HASH_KEY],
+                           COMPARISON_HTML, content_hash(html))
+        files["sig"] = write_new(sig_path(files["json"]),
+                                 json.dumps(key.sign(signed), indent=2) + "\n")
+    return files

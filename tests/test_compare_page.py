@@ -1,0 +1,154 @@
+"""The comparison's folder (gates.report.comparison_page) and `kvgate verify` of it
+(gates.report.comparison_check), on chains of records in a real store and its run folders.
+
+An intact, signed comparison verifies; one edited and rehashed (a ranking swapped, an interval
+narrowed, a verdict changed), one whose page was edited, one whose cited record is gone, and
+one with a file added are each named. The page's print to PDF is tested in test_browser.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from _chain import add_gate
+from test_compare import chain, gains
+
+from gates.model import SHIPPED_CATALOG, load_catalog
+from gates.report import compare, examine, new_key, write_comparison
+from gates.report.comparison_page import COMPARISON_HASH_KEY, comparison_digest
+from gates.report.signing import load_signer
+from gates.store import Store
+
+
+@pytest.fixture
+def reports(tmp_path):
+    """A reports folder with a fast and a slow candidate's chains."""
+    with Store(tmp_path) as store:
+        chain(store, "run-fast", gains(60.0, 45.0))
+        chain(store, "run-slow", gains(30.0, 31.0))
+    return tmp_path
+
+
+@pytest.fixture
+def signer(tmp_path_factory):
+    return load_signer(new_key(tmp_path_factory.mktemp("performer") / "k")[0])
+
+
+def written(reports, signer=None):
+    """The comparison of the two candidates, written (signed when signer is given)."""
+    with Store.reading(reports) as store:
+        c = compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")],
+                    load_catalog(SHIPPED_CATALOG))
+    return write_comparison(reports, c, signer)
+
+
+def rewrite(path, edit):
+    """comparison.json edited and its own SHA-256 recomputed: what a careful forger does."""
+    body = json.loads(path.read_text())
+    edit(body)
+    body[COMPARISON_HASH_KEY] = comparison_digest(body)
+    path.write_text(json.dumps(body, sort_keys=True, indent=2) + "\n")
+
+
+def test_a_signed_comparison_verifies_intact_by_its_signer(reports, signer):
+    files = written(reports, signer)
+    assert sorted(p.name for p in files["json"].parent.iterdir()) == [
+        "comparison.html", "comparison.json", "comparison.json.sig"]
+    found = examine(files["json"].parent)
+    assert found.problems == []
+    code, lines = found.judge({signer.public.fingerprint}, given=True)
+    assert code == 0 and "signed by" in lines[0][1] and "intact" in lines[0][1]
+    html = files["html"].read_text()
+    assert "1</td><td>FX300</td>" in html and "Comparison SHA-256" in html
+    assert json.loads(files["json"].read_text())["signer"]["fingerprint"] == \
+        signer.public.fingerprint
+
+
+def test_an_unsigned_comparison_is_intact_but_unsigned(reports):
+    found = examine(written(reports)["json"].parent)
+    assert found.problems == []
+    code, lines = found.judge(set(), given=False)
+    assert code == 4 and lines[0][0] == "UNSIGNED"
+
+
+def _swap_first_ranking(body):
+    first = body["rankings"][0]["ranked"]
+    first[0]["estimate"], first[1]["estimate"] = first[1]["estimate"], first[0]["estimate"]
+
+
+def _narrow(body):
+    for col in body["columns"]:
+        for g in col["gains"]:
+            g["estimate"]["lo"] = g["estimate"]["point"] - 0.1
+
+
+def _verdict(body):
+    body["columns"][0]["verdicts"]["g4"] = "PASS" if body["columns"][0]["verdicts"]["g4"] \
+        != "PASS" else "FAIL"
+
+
+@pytest.mark.parametrize("edit, says", [
+    (_swap_first_ranking, "its rankings are not the ones its candidates' intervals give"),
+    (_narrow, "its G3 gains are not those of the G3 record it cites"),
+    (_verdict, "FX100: it shows G4 FAIL, but the record it cites says PASS"),
+    (lambda b: b.update(risk="No risk at all."), "it states the risk 'No risk at all.'"),
+])
+def test_a_comparison_edited_and_rehashed_is_named(reports, signer, edit, says):
+    files = written(reports, signer)
+    rewrite(files["json"], edit)
+    problems = examine(files["json"].parent).problems
+    assert any(says in p for p in problems), problems
+    assert any("signature invalid" in p for p in problems), problems
+
+
+def test_an_edited_page_a_missing_record_and_an_added_file_are_named(reports, signer):
+    files = written(reports, signer)
+    folder = files["json"].parent
+    files["html"].write_text(files["html"].read_text().replace("FX300", "FX999"))
+    (reports / "run-fast" / "g3.json").unlink()
+    (folder / "notes.txt").write_text("added")
+    problems = examine(folder).problems
+    assert any(p.startswith("comparison.html: the report was altered") for p in problems)
+    assert any("cites g3 of run run-fast, which is not here" in p for p in problems)
+    assert any(p.startswith("notes.txt: unlisted") for p in problems)
+
+
+def test_a_second_comparison_in_the_same_second_is_refused_not_mixed(reports):
+    with Store.reading(reports) as store:
+        c = compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")])
+    write_comparison(reports, c, None)
+    with pytest.raises(FileExistsError):
+        write_comparison(reports, c, None)
+
+
+def test_the_command_writes_the_folder_and_verify_checks_it(reports, tmp_path_factory):
+    keys = tmp_path_factory.mktemp("keys")
+    private, public, _ = new_key(keys / "performer")
+    env = {"KVGATE_SIGNING_KEY": str(private), "KVGATE_KEY_DIR": str(keys)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "gates.cli", *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120,
+                                    env={**__import__("os").environ, **env})
+    done = run("compare", "run-slow=FX100", "run-fast=FX300", "--out", str(reports))
+    assert done.returncode == 0, done.stderr
+    folder = next(reports.glob("compare-*"))
+    assert f"comparison: {folder / 'comparison.html'}" in done.stdout
+    checked = run("verify", "--key", str(public), str(folder))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "intact: comparison.json, comparison.html" in checked.stdout
+    (reports / "run-slow" / "g1.json").unlink()
+    broken = run("verify", "--key", str(public), str(folder))
+    assert broken.returncode == 1 and "cites g1 of run run-slow, which is not here" in \
+        broken.stdout
+
+
+def test_a_g4_only_run_citing_another_runs_chain_verifies(reports, signer):
+    # The column of run-b stands on run-fast's G1 -> G3: its cited records are found there.
+    with Store(reports) as store:
+        store.begin_run("run-b", "acceptance site")
+        add_gate(store, "run-b", "g4", cites=store.record("run-fast", "g3"))
+        c = compare(store, [("run-b", "B"), ("run-slow", "S")])
+    files = write_comparison(reports, c, signer)
+    assert examine(files["json"].parent).problems == []
+    runs = {r.run_id for r in c.columns[0].records}
+    assert runs == {"run-b", "run-fast"}
