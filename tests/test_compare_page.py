@@ -152,3 +152,21 @@ def test_a_g4_only_run_citing_another_runs_chain_verifies(reports, signer):
     assert examine(files["json"].parent).problems == []
     runs = {r.run_id for r in c.columns[0].records}
     assert runs == {"run-b", "run-fast"}
+
+
+def test_g1_figures_carry_their_limit_and_what_g1_said_of_the_ceiling(tmp_path):
+    from _chain import PASSING, open_run
+    ceiling = "92 % of the 5.65 GB/s ceiling (site [topology] 2 x 25 Gb/s)"
+    g1 = [x.model_copy(update={"note": ceiling}) if x.id == "g1.seq_read_bw" else x
+          for x in PASSING["g1"]]
+    with Store(tmp_path) as store:
+        open_run(store, "run-a")
+        cites = add_gate(store, "run-a", "g1", g1)
+        for gate in ("g2", "g3", "g4"):
+            cites = add_gate(store, "run-a", gate, gains(60.0, 45.0) if gate == "g3" else None,
+                             cites)
+        chain(store, "run-b", gains(30.0, 31.0))
+        c = compare(store, [("run-a", "A"), ("run-b", "B")])
+    seq = next(f for f in c.columns[0].g1 if f.id == "g1.seq_read_bw")
+    assert seq.note == ceiling and seq.limit == "x >= 4 GB/s"
+    assert ceiling in write_comparison(tmp_path, c, None)["html"].read_text()

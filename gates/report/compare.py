@@ -4,10 +4,8 @@ Each column is one run's chain, followed by its own citations (G4 -> G3 -> G2 ->
 "latest for the site" record: on a store holding several candidates of one site, that would
 be another array's. G3's gains come with their intervals and levels; two candidates are put in
 an order only where those intervals do not overlap (gates.model.ranking, which states the risk
-of a wrong order); columns measured on different workloads, or a simulated engine beside a real
-one, are not ranked at all.
-The comparison is written as a signed, sealed page beside its JSON (comparison_page.py), and
-`kvgate verify` re-derives its rankings from the figures it shows (comparison_check.py).
+of a wrong order); columns of different workloads, or a simulated engine beside a real one, are
+not ranked. The page: comparison_page.py; `kvgate verify` of it: comparison_check.py.
 """
 
 from __future__ import annotations
@@ -60,6 +58,7 @@ class Figure(BaseModel):
     unit: str
     outcome: str
     limit: str = ""  # the bound the site's G1 held it against (thresholds.toml)
+    note: str = ""  # G1's own words, e.g. "92 % of the 12.5 GB/s ceiling (site [topology])"
 
 
 class Cited(BaseModel):
@@ -187,7 +186,7 @@ def column(store: Store, run_id: str, array: str, catalog: Catalog | None) -> Co
         simulated=bool(g3) and any(d.lower().startswith(SIMULATED_ENGINE.lower())
                                    for d in g3.deviations),
         g1=[Figure(id=m.id, name=m.name, value=m.value, unit=m.unit, outcome=m.outcome.value,
-                   limit=str(m.limit) if m.limit else "")
+                   limit=str(m.limit) if m.limit else "", note=m.note)
             for m in (g1.measurements if g1 else []) if m.id in G1_FIGURES],
         gains=[gain_of(m, array or run_id) for m in (g3.measurements if g3 else [])
                if m.id in GAINS])
