@@ -11,11 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from _chain import add_gate
+from _chain import SITE, add_gate
 from test_compare import chain, gains
 
 from gates.model import SHIPPED_CATALOG, load_catalog
-from gates.report import compare, examine, new_key, write_comparison
+from gates.report import compare, examine, new_key, write_comparison, write_summary
 from gates.report.comparison_page import COMPARISON_HASH_KEY, comparison_digest
 from gates.report.signing import load_signer
 from gates.store import Store
@@ -122,10 +122,13 @@ def test_a_second_comparison_in_the_same_second_is_refused_not_mixed(reports):
         write_comparison(reports, c, None)
 
 
-def test_the_command_writes_the_folder_and_verify_checks_it(reports, tmp_path_factory):
+def test_compare_writes_the_folder_verify_checks_it_and_bundle_packs_it(reports, tmp_path_factory):
     keys = tmp_path_factory.mktemp("keys")
     private, public, _ = new_key(keys / "performer")
     env = {"KVGATE_SIGNING_KEY": str(private), "KVGATE_KEY_DIR": str(keys)}
+    with Store(reports) as store:  # each run's summary, as a real run folder holds it
+        for run_id in ("run-fast", "run-slow"):
+            write_summary(store, SITE, run_id, signer=None)
     run = lambda *a: subprocess.run([sys.executable, "-m", "gates.cli", *a],  # noqa: E731
                                     capture_output=True, text=True, timeout=120,
                                     env={**__import__("os").environ, **env})
@@ -136,6 +139,15 @@ def test_the_command_writes_the_folder_and_verify_checks_it(reports, tmp_path_fa
     checked = run("verify", "--key", str(public), str(folder))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "intact: comparison.json, comparison.html" in checked.stdout
+    bundled = run("bundle", folder.name, "--out", str(reports))
+    assert bundled.returncode == 0, bundled.stderr
+    archive = reports / f"{folder.name}.bundle.tar.gz"
+    assert "run(s) compare-" in bundled.stdout and "run-fast, run-slow" in bundled.stdout
+    whole = run("verify", "--key", str(public), str(archive))
+    # The chains' records here are written unsigned (tests/_chain.py): intact, but UNSIGNED.
+    assert whole.returncode == 4 and "ALTERED" not in whole.stdout, whole.stdout
+    unsigned = next(line for line in whole.stdout.splitlines() if line.startswith("UNSIGNED"))
+    assert "run-fast/g3.json" in unsigned and "comparison.json" not in unsigned
     (reports / "run-slow" / "g1.json").unlink()
     broken = run("verify", "--key", str(public), str(folder))
     assert broken.returncode == 1 and "cites g1 of run run-slow, which is not here" in \

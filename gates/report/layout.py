@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..store import COMPARISON_JSON
 from .trust import rel as _name
 
 _RECORD_NAME = re.compile(r"g[1-4]\.json")
@@ -20,7 +21,7 @@ GATE_FILES = ("{gate}.json", "{gate}.json.sig", "{gate}.html", "{gate}.html.seal
 SUMMARY_FILES = ("summary.json", "summary.json.sig", "summary.html")
 KNOWN = {f.format(gate=f"g{n}") for f in GATE_FILES for n in range(1, 5)} | set(SUMMARY_FILES)
 # What `kvgate compare` writes into its own folder (compare-<when>-<runs>/ in the reports folder).
-COMPARISON_JSON, COMPARISON_HTML = "comparison.json", "comparison.html"
+COMPARISON_HTML = "comparison.html"
 COMPARISON_FILES = (COMPARISON_JSON, COMPARISON_JSON + ".sig", COMPARISON_HTML)
 
 

@@ -217,6 +217,8 @@ def verify_tree(root: Path) -> Verification:
     runs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(RECORDS)))
     for folder in runs:
         found.add(check_run(folder, root))
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and is_comparison(p)):
+        found.add(check_comparison(folder, root))
     if not runs:
         found.problems.append("no run folder with a gate record (<run>/g1.json …) in the bundle")
     return found

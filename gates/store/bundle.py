@@ -18,6 +18,9 @@ from pathlib import Path, PurePosixPath
 from .names import check_run_id
 
 MANIFEST = "MANIFEST.sha256"
+# What `kvgate compare` writes in its folder (reports/compare-…/), citing runs by id: a bundle of
+# a comparison holds it and every run it cites. gates.report.layout names it from here.
+COMPARISON_JSON = "comparison.json"
 SUFFIX = ".bundle.tar.gz"
 # A bundle's JSON, HTML and logs gzip 5-20x (a demo's: 6x); a decompression bomb 1000x. Members
 # are refused past this many times the archive's size (and past the floor for small bundles),
@@ -31,14 +34,16 @@ class BundleError(Exception):
 
 
 def _cited_runs(folder: Path) -> list[str]:
-    """Runs the records and the summary in a run folder stand on."""
+    """Runs the records and the summary in a run folder stand on, or a comparison cites."""
     cited = []
-    for path in sorted(folder.glob("g[1-4].json")) + [folder / "summary.json"]:
+    for path in sorted(folder.glob("g[1-4].json")) + [folder / "summary.json",
+                                                        folder / COMPARISON_JSON]:
         try:
             body = json.loads(path.read_text()) if path.is_file() else {}
         except (OSError, ValueError) as exc:
             raise BundleError(f"{path}: unreadable ({exc})") from None
-        links = [body.get("upstream") or {}] + list(body.get("chain") or [])
+        links = [body.get("upstream") or {}] + list(body.get("chain") or []) + [
+            rec for col in body.get("columns") or [] for rec in col.get("records") or []]
         cited += [link["run_id"] for link in links if link.get("run_id")]
     return cited
 
@@ -125,7 +130,7 @@ def manifest_text(digests: dict[str, str]) -> str:
 
 def _recorded(folder: Path, run_id: str) -> None:
     """A run with no gate record yet has nothing a bundle could prove: say so, write none."""
-    if not any(folder.glob("g[1-4].json")):
+    if not any(folder.glob("g[1-4].json")) and not (folder / COMPARISON_JSON).is_file():
         raise BundleError(f"run {run_id} has no gate record (no g1.json … g4.json in {folder}): "
                           "it stopped before its first gate finished (killed?), or it is still "
                           f"running (a soak: `kvgate soak status {run_id}`); there is nothing "
@@ -134,7 +139,8 @@ def _recorded(folder: Path, run_id: str) -> None:
 
 def write_bundle(out: Path, run_id: str, dest: Path | None = None,
                  on_file: Callable[[str], None] | None = None) -> Path:
-    """Pack the run and every run its chain cites into dest; an existing dest is an error."""
+    """Pack the run (or a comparison's folder) and every run its chain cites into dest; an
+    existing dest is an error."""
     out = Path(out)
     runs = runs_to_bundle(out, run_id)
     _recorded(out / runs[0], run_id)
