@@ -14,6 +14,7 @@ import pytest
 from _chain import SITE, add_gate
 from test_compare import chain, gains
 
+from gates.commands.compare import text_lines
 from gates.model import SHIPPED_CATALOG, load_catalog
 from gates.report import compare, examine, new_key, write_comparison, write_summary
 from gates.report.comparison_page import COMPARISON_HASH_KEY, comparison_digest
@@ -182,3 +183,32 @@ def test_g1_figures_carry_their_limit_and_what_g1_said_of_the_ceiling(tmp_path):
     seq = next(f for f in c.columns[0].g1 if f.id == "g1.seq_read_bw")
     assert seq.note == ceiling and seq.limit == "x >= 4 GB/s"
     assert ceiling in write_comparison(tmp_path, c, None)["html"].read_text()
+
+
+def test_capacity_needed_gives_each_arrays_count_and_price_and_verify_recomputes_it(reports):
+    with Store.reading(reports) as store:
+        c = compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")],
+                    load_catalog(SHIPPED_CATALOG), capacity_needed=1_000 * 10**12)
+    fx100, fx300 = c.columns
+    for col in (fx100, fx300):  # ceil(1000 TB / its capacity) arrays, each at its price
+        assert col.arrays_needed == -(-1000 // int(col.capacity_tb))
+        assert col.price_for_capacity == col.arrays_needed * col.price
+    assert "FX300: 6 x 184.3 TB arrays hold the site's 1,000 TB, for ¥5,544,000" in \
+        text_lines(c)
+    files = write_comparison(reports, c, None)
+    assert "To hold the working set" in files["html"].read_text()
+    assert examine(files["json"].parent).problems == []
+    rewrite(files["json"], lambda b: b["columns"][0].update(arrays_needed=1))
+    assert any("FX100: its prices are not the ones its price, capacity and gains give" in p
+               for p in examine(files["json"].parent).problems)
+
+
+@pytest.mark.parametrize("given, says", [
+    ("300", "has no unit"), ("0TB", "not a capacity"), ("-5TB", ""),
+    ("2000000TB", "not a capacity"), ("nanTB", ""), ("12 parsecs", "unknown size unit")])
+def test_a_capacity_that_is_no_capacity_is_refused_by_the_command(reports, given, says):
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "compare", "run-slow=FX100",
+                           "run-fast=FX300", "--out", str(reports), "--capacity", given],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--capacity" in done.stderr and says in done.stderr
+    assert "Traceback" not in done.stderr and not list(reports.glob("compare-*"))

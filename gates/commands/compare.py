@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 from argparse import ArgumentTypeError
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
+from ..core import UnitError, parse_size
 from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
 from ..options import folder, input_file, run_id
 from ..report import GAINS, CompareError, Comparison, compare, write_comparison
@@ -17,17 +19,24 @@ from ..store import DB_NAME, Store, StoreError
 EXAMPLES = """examples:
   kvgate compare 20261204T100000Z-aaaaaa=FX100 20261205T100000Z-bbbbbb=FX300
   kvgate compare RUN_A=FX100 RUN_B=FX200 --out /data/kvgate-reports --catalog quotes.toml
+  kvgate compare RUN_A=FX100 RUN_B=FX300 --capacity 300TB   the KV the site must hold
 
 Each candidate is a run whose chain (G1 -> G4, followed by its own citations) measured one
 array; =ARRAY names it as the catalogue does, for its price per TB and per point of TTFT p50
-reduction. Two candidates are ranked only where their G3 intervals do not overlap; otherwise
-they are "not distinguishable". Writes the folder compare-<when>-<runs>/ into --out:
-comparison.html (prints to PDF, Letter or A4), comparison.json, and comparison.json.sig when a
-signing key is configured (kvgate key new); check it with
+reduction (and, with --capacity, how many of each array hold the site's KV working set, as
+`kvgate model size` gives it, and their price). Two candidates are ranked only where their G3
+intervals do not overlap; otherwise they are "not distinguishable". Writes the folder
+compare-<when>-<runs>/ into --out: comparison.html (prints to PDF, Letter or A4),
+comparison.json, and comparison.json.sig when a signing key is configured (kvgate key new);
+check it, or pack it with every run it cites, with
+  kvgate bundle compare-20261206T090000Z-aaaaaa-bbbbbb
   kvgate verify reports/compare-20261206T090000Z-aaaaaa-bbbbbb
 
-exit codes: 0 compared, 2 an unknown run, a missing store, an unreadable catalogue, fewer than
-two runs"""
+exit codes: 0 compared, 2 an unknown run, a missing store, an unreadable catalogue, a
+--capacity that is no size, fewer than two runs"""
+
+
+CAPACITY_MAX = 10**18  # 1 EB: past any one site's KV working set
 
 
 def candidate(text: str) -> tuple[str, str]:
@@ -36,6 +45,19 @@ def candidate(text: str) -> tuple[str, str]:
     if "=" in text and not array.strip():
         raise ArgumentTypeError(f"{text}: name the array after '=', or leave '=' out")
     return run_id(run) or _empty(text), array.strip()
+
+
+def capacity(text: str) -> int:
+    """--capacity: bytes with a unit ("300TB", "250TiB"); a bare number would be read as bytes."""
+    if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
+        raise ArgumentTypeError(f"{text!r} has no unit: give one, e.g. 300TB or 250TiB")
+    try:
+        value = parse_size(text)
+    except (UnitError, ValueError, ArithmeticError) as exc:
+        raise ArgumentTypeError(str(exc)) from None
+    if not 0 < value <= CAPACITY_MAX:
+        raise ArgumentTypeError(f"{text!r} is not a capacity from 1 B to 1 EB")
+    return value
 
 
 def _empty(text: str) -> str:
@@ -63,6 +85,10 @@ def text_lines(c: Comparison) -> list[str]:
         if col.price_per_tb is not None:
             out.append(f"{col.array}: price {money}{col.price:,.0f} ({c.currency}), per TB "
                        f"{money}{col.price_per_tb:,.0f}")
+        if col.arrays_needed is not None:
+            out.append(f"{col.array}: {col.arrays_needed} x {col.capacity_tb:g} TB arrays hold "
+                       f"the site's {c.capacity_needed / 1e12:,.4g} TB, for "
+                       f"{money}{col.price_for_capacity:,.0f}")
         if col.price_note:
             out.append(f"{col.array}: {col.price_note}")
     return out + [c.risk]
@@ -77,6 +103,9 @@ def add_compare_commands(commands: argparse._SubParsersAction) -> None:
                      help="two or more runs, each optionally with its array's catalogue name")
     cmd.add_argument("--out", type=folder, default=Path("reports"),
                      help="folder of the store and the run folders (default: ./reports)")
+    cmd.add_argument("--capacity", type=capacity, default=0, metavar="SIZE",
+                     help="the KV working set the site must hold, with a unit (e.g. 300TB; "
+                     "`kvgate model size` estimates it): each array's count and price for it")
     cmd.add_argument("--catalog", type=input_file, default=SHIPPED_CATALOG,
                      help="array catalogue for prices (default: the shipped catalog/arrays.toml)")
 
@@ -93,7 +122,7 @@ def compare_command(args: argparse.Namespace) -> int:
             for run, _ in args.candidates:
                 if store.run(run) is None:
                     raise CompareError(f"run {run} is not in the store {args.out / DB_NAME}")
-            result = compare(store, args.candidates, catalog)
+            result = compare(store, args.candidates, catalog, args.capacity)
     except (CompareError, CatalogError, StoreError, OSError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 2

@@ -1,6 +1,7 @@
 """Sign-off reports rendered from records: per-gate HTML + JSON, seals, summary, verify."""
 
-from .compare import GAINS, CompareError, Comparison, compare
+from .compare import compare
+from .comparison_model import GAINS, CompareError, Comparison
 from .comparison_page import write_comparison
 from .given import NotVerifiable
 from .report import ReportContext, arm_row, format_value, retest_rows, write_reports

@@ -12,114 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
-from .. import __version__
 from ..core import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
 from ..model import (
     Catalog,
     Estimate,
-    PricePerPoint,
-    Ranked,
-    price_per_point,
     rank_by_interval,
     ranking_lines,
     wrong_order_risk,
 )
 from ..store import Store, utc_now
 from .chain import Found, link_status
-from .summary import ITEMS_TESTED, SignerInfo
+from .compare_cost import prices
+from .comparison_model import (
+    GAINS,
+    NO_RECORD,
+    Cited,
+    Column,
+    CompareError,
+    Comparison,
+    Figure,
+    Gain,
+    Ranking,
+)
 
-GAINS = {"g3.ttft_p50_reduction": "TTFT p50 reduction", "g3.throughput_gain": "throughput gain"}
 G1_FIGURES = ("g1.seq_read_bw", "g1.kv_restore_bw", "g1.randread_qd1_p99", "g1.randread_iops")
-NO_RECORD = "NO RECORD"
-
-
-class CompareError(ValueError):
-    """A comparison that cannot be made from what was named (a run, an array)."""
-
-
-class Gain(BaseModel):
-    """One G3 gain of one candidate at one concurrency level, as its record states it."""
-
-    id: str
-    at: int
-    outcome: str
-    estimate: Estimate | None  # None: the record states no interval (or no level) for it
-    note: str = ""
-
-
-class Figure(BaseModel):
-    """One G1 figure of a candidate."""
-
-    id: str
-    name: str
-    value: float | None
-    unit: str
-    outcome: str
-    limit: str = ""  # the bound the site's G1 held it against (thresholds.toml)
-    note: str = ""  # G1's own words, e.g. "92 % of the 12.5 GB/s ceiling (site [topology])"
-
-
-class Cited(BaseModel):
-    """One record a column stands on, by the hash the store holds (verify finds it by that)."""
-
-    gate: str
-    run_id: str
-    record_sha256: str
-
-
-class Column(BaseModel):
-    """One candidate: its chain's verdicts, G1 figures, G3 gains and prices."""
-
-    run_id: str
-    array: str
-    site: str
-    verdicts: dict[str, str]  # gate -> verdict, or NO RECORD
-    chain: list[str]  # how each link holds (or why not)
-    records: list[Cited] = []
-    thresholds_sha256: str = ""
-    workload_hash: str = ""
-    limits_profile: str = ""
-    simulated: bool = False  # G3's arms ran kvgate's simulator, not a real engine
-    g1: list[Figure] = []
-    gains: list[Gain] = []
-    price: float | None = None
-    price_per_tb: float | None = None
-    price_per_point: dict[int, PricePerPoint] = {}  # concurrency -> per point of TTFT p50
-    price_note: str = ""
-
-
-class Ranking(BaseModel):
-    """One gain at one level, across the candidates that state it."""
-
-    id: str
-    at: int
-    ranked: list[Ranked] = []
-    lines: list[str] = []
-    unranked: list[str] = []  # candidates whose record gives no interval here, and why
-
-
-class Comparison(BaseModel):
-    """What `kvgate compare` writes (compare-*.json) and prints."""
-
-    kind: str = "kvgate comparison"
-    created: str
-    columns: list[Column]
-    differences: list[str]  # what the chains do not share; a workload difference stops ranking
-    rankings: list[Ranking] = []
-    risk: str = ""
-    currency: str = ""  # the catalogue's ISO 4217 code and symbol, for every price
-    symbol: str = ""
-    kvgate_version: str = __version__
-    signer: SignerInfo | None = None  # None: unsigned
-    statement: str = ITEMS_TESTED
-
-    @property
-    def id(self) -> str:
-        """The comparison's name, and its folder's: when it was made and which runs it holds."""
-        stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")
-        return f"compare-{stamp}-{'-'.join(col.run_id[-6:] for col in self.columns)}"
 
 
 def run_chain(store: Store, run_id: str) -> tuple[dict[str, Found | None], list[str]]:
@@ -167,7 +83,8 @@ def gain_of(m: Measurement, name: str) -> Gain:
                 note=why)
 
 
-def column(store: Store, run_id: str, array: str, catalog: Catalog | None) -> Column:
+def column(store: Store, run_id: str, array: str, catalog: Catalog | None,
+           capacity_needed: int = 0) -> Column:
     """One candidate's column, from its run's chain."""
     chosen, notes = run_chain(store, run_id)
     records: dict[str, GateRecord | None] = {g: f.record if f else None
@@ -190,24 +107,21 @@ def column(store: Store, run_id: str, array: str, catalog: Catalog | None) -> Co
             for m in (g1.measurements if g1 else []) if m.id in G1_FIGURES],
         gains=[gain_of(m, array or run_id) for m in (g3.measurements if g3 else [])
                if m.id in GAINS])
-    return priced(col, catalog)
+    return priced(col, catalog, capacity_needed)
 
 
-def priced(col: Column, catalog: Catalog | None) -> Column:
-    """The column with its array's catalogue price, per TB and per point of TTFT reduction."""
+def priced(col: Column, catalog: Catalog | None, capacity_needed: int = 0) -> Column:
+    """The column with its array's catalogue price, capacity and what they come to."""
     option = next((a for a in catalog.arrays if a.name == col.array), None) if catalog else None
     if option is None:
         return col.model_copy(update={"price_note": "no price: " + (
             f"{col.array!r} is not in the catalogue" if catalog else "no catalogue given")})
     try:
-        per_point = {g.at: price_per_point(option.price, g.estimate.lo, g.estimate.point,
-                                           g.estimate.hi)
-                     for g in col.gains if g.id == "g3.ttft_p50_reduction" and g.estimate}
+        figures = prices(option.price, option.capacity_tb, col.gains, capacity_needed)
     except ValueError as exc:  # a catalogue price that is no price
         return col.model_copy(update={"price_note": f"no price: {col.array}: {exc}"})
-    return col.model_copy(update={"price": option.price,
-                                  "price_per_tb": option.price / option.capacity_tb,
-                                  "price_per_point": per_point})
+    return col.model_copy(update={"price": option.price, "capacity_tb": option.capacity_tb,
+                                  **dict(figures)})
 
 
 def differences(columns: Sequence[Column]) -> list[str]:
@@ -267,20 +181,22 @@ def judged(columns: Sequence[Column]) -> tuple[list[str], list[Ranking], str]:
     return diff, ranked, risk_text(ranked, stop)
 
 
-def compare(store: Store, runs: Sequence[tuple[str, str]],
-            catalog: Catalog | None = None) -> Comparison:
-    """The comparison of the named (run id, array name) candidates."""
+def compare(store: Store, runs: Sequence[tuple[str, str]], catalog: Catalog | None = None,
+            capacity_needed: int = 0) -> Comparison:
+    """The comparison of the named (run id, array name) candidates (capacity_needed: bytes of
+    KV the site must hold, for each array's count and price; 0 when not given)."""
     ids = [run_id for run_id, _ in runs]
     if len(set(ids)) < 2 or len(set(ids)) < len(ids):
         raise CompareError(f"compare needs two or more different runs, not {', '.join(ids)}")
-    columns = [column(store, run_id, array, catalog) for run_id, array in runs]
+    columns = [column(store, run_id, array, catalog, capacity_needed) for run_id, array in runs]
     names = [c.array for c in columns]
     if len(set(names)) < len(names):
         raise CompareError(f"two candidates have one name ({', '.join(names)}): name each "
                            "run's array, RUN_ID=ARRAY")
     diff, ranked, risk = judged(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
-                      risk=risk, currency=catalog.currency if catalog else "",
+                      risk=risk, capacity_needed=capacity_needed,
+                      currency=catalog.currency if catalog else "",
                       symbol=catalog.symbol if catalog else "")
 
 

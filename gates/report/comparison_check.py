@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core import GateRecord
-from ..model import price_per_point
 from .citing import cited, read_json
-from .compare import GAINS, NO_RECORD, Column, Comparison, gain_of, judged
+from .compare import gain_of, judged
+from .compare_cost import Prices, prices
+from .comparison_model import GAINS, NO_RECORD, Column, Comparison
 from .comparison_page import COMPARISON_HASH_KEY, comparison_digest
 from .layout import COMPARISON_FILES, COMPARISON_HTML, COMPARISON_JSON
 from .sealing import check_seal
@@ -60,13 +61,16 @@ def _own_figures(folder: Path, col: Column) -> list[str]:
     return problems
 
 
-def _prices(col: Column) -> list[str]:
-    if col.price is None:
+def _prices(col: Column, capacity_needed: int) -> list[str]:
+    if col.price is None or col.capacity_tb is None:
         return []
-    due = {g.at: price_per_point(col.price, g.estimate.lo, g.estimate.point, g.estimate.hi)
-           for g in col.gains if g.id == "g3.ttft_p50_reduction" and g.estimate}
-    return [] if due == col.price_per_point else [
-        f"{col.array}: its price per point is not the one its price and gains give"]
+    try:
+        due = prices(col.price, col.capacity_tb, col.gains, capacity_needed)
+    except ValueError as exc:
+        return [f"{col.array}: its price is no price ({exc})"]
+    stated = Prices(**{k: getattr(col, k) for k in Prices.model_fields})
+    return [] if due == stated else [
+        f"{col.array}: its prices are not the ones its price, capacity and gains give"]
 
 
 def comparison_findings(body: dict, folder: Path) -> list[str]:
@@ -76,7 +80,8 @@ def comparison_findings(body: dict, folder: Path) -> list[str]:
                                        if k != COMPARISON_HASH_KEY})
     except ValueError as exc:
         return [f"not a kvgate comparison ({str(exc).splitlines()[0]})"]
-    problems = [p for col in c.columns for p in _own_figures(folder, col) + _prices(col)]
+    problems = [p for col in c.columns for p in _own_figures(folder, col)
+                + _prices(col, c.capacity_needed)]
     diff, ranked, risk = judged(c.columns)
     if diff != c.differences:
         problems.append(f"it names the differences {c.differences}, but its candidates give "

@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ..core import json_digest
 from ..store import write_new
-from .compare import GAINS, NO_RECORD, Comparison
+from .comparison_model import GAINS, NO_RECORD, Comparison
 from .layout import COMPARISON_HTML, COMPARISON_JSON
 from .pages import PAGES
 from .sealing import content_hash, record_meta, seal, seal_placeholder
