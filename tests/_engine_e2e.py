@@ -9,6 +9,7 @@ contention caused it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -104,12 +105,33 @@ def target(world: Path) -> Path:
     return world / "disk" / "target"
 
 
+# Every process a world's gate runs starts (engine servers included) inherits this variable:
+# a leftover is found by it, never confused with a server another test file runs meanwhile
+# (pytest -n 2 runs two real-engine files at once).
+WORLD_MARK = "KVGATE_TEST_WORLD"
+
+
+def left_behind(world: Path, command: str) -> list[int]:
+    """Pids of live processes whose command line holds `command`, started by this world's runs."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue  # not a process, gone meanwhile, or not ours to read
+        if command in argv and f"{WORLD_MARK}={world}".encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
 def run_gate(world: Path, gate: str, timeout: float) -> tuple[subprocess.CompletedProcess, dict]:
     """`kvgate run GATE` on the world's files; its result and the record it wrote."""
     done = subprocess.run([sys.executable, "-m", "gates.cli", "run", gate, "--site",
                            str(world / "site.toml"), "--thresholds",
                            str(world / "thresholds.toml"), "--out", str(world / "out")],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, WORLD_MARK: str(world)})
     found = sorted((world / "out").glob(f"*/{gate}.json"))
     assert found, f"kvgate run {gate} wrote no record:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
     return done, json.loads(found[-1].read_text())

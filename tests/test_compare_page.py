@@ -212,3 +212,18 @@ def test_a_capacity_that_is_no_capacity_is_refused_by_the_command(reports, given
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--capacity" in done.stderr and says in done.stderr
     assert "Traceback" not in done.stderr and not list(reports.glob("compare-*"))
+
+
+def test_a_write_that_fails_half_way_leaves_no_half_comparison(reports, monkeypatch):
+    import gates.report.comparison_page as page
+    real = page.write_new
+
+    def full_disk(path, text):
+        if path.name == "comparison.html":
+            raise OSError(28, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(page, "write_new", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        written(reports)
+    assert [p.name for p in reports.iterdir() if "compare" in p.name] == []

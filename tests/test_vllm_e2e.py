@@ -9,16 +9,23 @@ Skipped, with the command to run, where the engine is not installed.
 """
 
 import json
-import shutil
-import subprocess
 
 import pytest
-from _engine_e2e import VLLM_CONTEXT, engine_world, g2_on, g3_on, target, vllm_site
+from _engine_e2e import (
+    VLLM_CONTEXT,
+    engine_world,
+    g2_on,
+    g3_on,
+    left_behind,
+    target,
+    vllm_site,
+)
 from _timing import timing_verdict
 from test_g2g3_e2e import outcomes
 
 from gates.core.config import load_thresholds
 from gates.engines.vllm import find_vllm
+from gates.engines.vllm.arms import ENTRY
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.skipif(
     find_vllm() is None, reason="vLLM is not installed: run `kvgate engine install vllm` (or "
@@ -90,7 +97,6 @@ def test_greedy_outputs_and_logprobs_after_loading_equal_recompute(g3):
     assert "largest logprob gap" in m["note"], m
 
 
-def test_no_vllm_server_is_left_behind(g3):
-    leftover = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server"],
-                              capture_output=True, text=True)
-    assert shutil.which("pgrep") is None or not leftover.stdout.strip()
+def test_no_vllm_server_is_left_behind(world, g3):
+    # This world's servers only: another real-engine file may run its own vLLM meanwhile.
+    assert left_behind(world, ENTRY) == []

@@ -10,6 +10,7 @@ the rankings from the figures the comparison states (comparison_check.py).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from markupsafe import Markup
@@ -60,7 +61,22 @@ def write_comparison(out_dir: Path, c: Comparison,
         c = c.model_copy(update={"signer": SignerInfo(fingerprint=key.public.fingerprint,
                                                       public_key=key.public.text)})
     folder = out_dir / c.id
-    folder.mkdir()  # a comparison made in the same second of the same runs: refused, not mixed
+    if folder.exists():  # a comparison made in the same second of the same runs: refused
+        raise FileExistsError(f"{folder} already exists; kvgate never overwrites a comparison")
+    # Written whole in a hidden folder, then renamed: a failure (a full disk) leaves no half
+    # comparison for verify to call altered.
+    draft = out_dir / f".{c.id}.partial"
+    draft.mkdir()
+    try:
+        files = _write(draft, c, key)
+        draft.rename(folder)
+    except BaseException:
+        shutil.rmtree(draft, ignore_errors=True)
+        raise
+    return {kind: folder / path.name for kind, path in files.items()}
+
+
+def _write(folder: Path, c: Comparison, key: Signer | None) -> dict[str, Path]:
     text, html = comparison_json(c), render_comparison(c)
     files = {"json": write_new(folder / COMPARISON_JSON, text),
              "html": write_new(folder / COMPARISON_HTML, html)}
