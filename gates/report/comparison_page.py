@@ -19,7 +19,7 @@ from ..core import json_digest
 from ..store import write_new
 from .comparison_model import GAINS, NO_RECORD, Comparison
 from .layout import COMPARISON_HTML, COMPARISON_JSON
-from .pages import PAGES
+from .pages import PAGES, self_hashed
 from .sealing import content_hash, record_meta, seal, seal_placeholder
 from .signing import CONFIGURED, Signer, configured_signer, grouped, sig_path, statement
 from .summary import SignerInfo
@@ -34,9 +34,7 @@ def comparison_digest(body: dict) -> str:
 
 def comparison_json(c: Comparison) -> str:
     """comparison.json's text: the comparison with its own SHA-256."""
-    body = json.loads(c.model_dump_json())
-    body[COMPARISON_HASH_KEY] = comparison_digest(body)
-    return json.dumps(body, sort_keys=True, indent=2) + "\n"
+    return self_hashed(c, COMPARISON_HASH_KEY)
 
 
 def render_comparison(c: Comparison) -> str:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import jinja2
 from markupsafe import Markup
+from pydantic import BaseModel
+
+from ..core import json_digest
 
 
 def css_text(text: str) -> Markup:
@@ -17,3 +22,10 @@ PAGES = jinja2.Environment(loader=jinja2.PackageLoader("gates.report", "template
                            undefined=jinja2.StrictUndefined, trim_blocks=True,
                            lstrip_blocks=True)
 PAGES.filters["css_string"] = css_text
+
+
+def self_hashed(model: BaseModel, key: str) -> str:
+    """A page's JSON text (sorted keys) with its own SHA-256 under key, over all but that key."""
+    body = json.loads(model.model_dump_json())
+    body[key] = json_digest(body, (key,))
+    return json.dumps(body, sort_keys=True, indent=2) + "\n"

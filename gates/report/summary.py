@@ -30,7 +30,7 @@ from ..model import Catalog, CatalogError, load_catalog
 from ..store import Store, utc_now, write_new
 from .chain import ChainLink, chain_link, choose_records
 from .figures import CostSection, cost_section, model_facts
-from .pages import PAGES
+from .pages import PAGES, self_hashed
 from .sealing import content_hash, record_meta, seal, seal_placeholder
 from .signing import (
     CONFIGURED,
@@ -214,9 +214,7 @@ def summary_digest(body: dict) -> str:
 
 def summary_json(summary: Summary) -> str:
     """summary.json's text: the summary with its own SHA-256."""
-    body = json.loads(summary.model_dump_json())
-    body[SUMMARY_HASH_KEY] = summary_digest(body)
-    return json.dumps(body, sort_keys=True, indent=2) + "\n"
+    return self_hashed(summary, SUMMARY_HASH_KEY)
 
 
 def render_summary(summary: Summary) -> str:
