@@ -255,6 +255,13 @@ def test_unknown_placeholder_names_the_arm_and_the_placeholder():
     ({"kind": "endpoint", "urls": ["http://h:1"], "engine": "vlm"}, "unknown engine 'vlm'"),
     ({"kind": "endpoint", "urls": ["http://h:1"], "health_path": "health"}, "must start with"),
     ({"kind": "docker"}, "key 'arms.candidate.kind'"),
+    # write_quiet: polls a third of it apart; 0.1 s is a guess at the engine, 2 minutes is
+    # longer than the settle's own timeout, and a bare number could be seconds or ms.
+    ({"kind": "launch", "command": HTTP, "write_quiet": "0.1s"},
+     "key 'arms.candidate.write_quiet'"),
+    ({"kind": "launch", "command": HTTP, "write_quiet": "2m"},
+     'out of range: write a value at most "1m"'),
+    ({"kind": "launch", "command": HTTP, "write_quiet": 1}, "arms.candidate.write_quiet"),
 ])
 def test_bad_arms_are_config_errors(arm, expected):
     assert expected in config_error({"candidate": arm})

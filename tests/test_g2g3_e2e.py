@@ -55,7 +55,7 @@ SIM = ('["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}",
 
 def site_text(target, candidate_extra="", eviction="reset", contexts=4):
     arm = 'kind = "launch"\nengine = "kvgate-sim"\nmodel = "kvgate-sim-tiny"\n' \
-          'startup_timeout = "60s"\nstop_timeout = "10s"\n'
+          'startup_timeout = "60s"\nstop_timeout = "10s"\nwrite_quiet = "0.3s"\n'
     return f"""
 [site]
 name = "e2e site"

@@ -6,6 +6,7 @@ import pytest
 from aiohttp import web
 
 from gates.inference import PhaseError, run_cold_recovery
+from gates.inference.phases import settle
 from gates.loadgen import Endpoint, LoadSettings, cold_recovery, summarize
 from gates.proof import parse_metrics
 from gates.sim.model import FaultConfig, get_profile
@@ -20,8 +21,8 @@ def plan(seed=1, contexts=4):
                          chunk_tokens=TINY.chunk_tokens, warmup=1, warmup_tokens=8)
 
 
-async def serve_and_run(kv_dir, faults=None, workload=None, eviction="reset", **kw):
-    app = build_app("tiny", kv_dir, faults)
+async def serve_and_run(tier_dir, faults=None, workload=None, eviction="reset", **kw):
+    app = build_app("tiny", tier_dir, faults)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -105,3 +106,46 @@ def test_a_garbled_exposition_costs_the_proof_not_the_load_run(tmp_path):
     result = asyncio.run(serve_and_run(tmp_path / "kv", engine="kvgate-sim", source=Garbled()))
     assert "/metrics: line 1" in result.metrics_error
     assert len(result.probe.records) == 4 and all(r.ok for r in result.probe.records)
+
+
+class Scripted:
+    """A metrics source that serves one snapshot per scrape from a list, then the last one."""
+
+    def __init__(self, texts):
+        self.texts, self.scrapes = list(texts), 0
+
+    async def scrape(self, url):
+        text = self.texts[min(self.scrapes, len(self.texts) - 1)]
+        self.scrapes += 1
+        return parse_metrics(text)
+
+
+def sim_counters(written, pending):
+    return ("# TYPE kvgate_sim_storage_write_bytes_total counter\n"
+            f"kvgate_sim_storage_write_bytes_total {written}\n"
+            "# TYPE kvgate_sim_pending_writes gauge\n"
+            f"kvgate_sim_pending_writes {pending}\n")
+
+
+def test_settle_waits_while_the_simulator_still_has_writes_queued():
+    # Counters that hold still say nothing while the simulator says 2 writes are queued: the
+    # quiet polls start only once it says 0 (then three more polls, quiet_for / 3 apart).
+    source = Scripted([sim_counters(100, 2)] * 5 + [sim_counters(100, 0)])
+    waited = asyncio.run(settle(source, ["http://x/metrics"], "kvgate-sim", quiet_for=0.3))
+    assert source.scrapes == 5 + 1 + 3
+    assert waited >= 8 * 0.1
+
+
+def test_settle_takes_the_arms_quiet_time():
+    source = Scripted([sim_counters(100, 0)])
+    waited = asyncio.run(settle(source, ["http://x/metrics"], "kvgate-sim", quiet_for=0.6))
+    assert source.scrapes == 4 and waited >= 3 * 0.2  # three intervals of 0.6 / 3 s
+    moving = Scripted([sim_counters(n, 0) for n in (1, 2, 3)] + [sim_counters(3, 0)])
+    asyncio.run(settle(moving, ["http://x/metrics"], "kvgate-sim", quiet_for=0.3))
+    assert moving.scrapes == 3 + 3  # quiet counts from the last change
+
+
+def test_the_page_cache_drop_says_the_quiet_time_it_waited_for(tmp_path):
+    kv = tmp_path / "kv"
+    result = asyncio.run(serve_and_run(kv, write_quiet=0.45, kv_dir=kv, engine="kvgate-sim"))
+    assert "held still for 0.15 s" in result.page_cache

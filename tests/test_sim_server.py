@@ -322,6 +322,8 @@ def test_models_health_and_metrics_format():
         assert f"# TYPE {name} counter" in text and f"# HELP {name} " in text
         assert f'{name}{{model_name="kvgate-sim-tiny"}} 0' in text
     assert "# TYPE vllm:num_requests_running gauge" in text
+    assert '# TYPE kvgate_sim_pending_writes gauge' in text
+    assert 'kvgate_sim_pending_writes{model_name="kvgate-sim-tiny"} 0' in text
 
 
 @pytest.mark.parametrize("body", [

@@ -104,14 +104,15 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     workload_plan(workload, output_tokens), process.endpoints(), settings,
                     kv_dir=kv.path if kv is not None else None, pid=process.pid,
                     on_record=on_record, disks=disks, devices=watched, evict_hook=restart,
-                    erase=workload.eviction != "none"))
+                    erase=workload.eviction != "none", write_quiet=arm.write_quiet))
             else:
                 cold = asyncio.run(run_cold_recovery(
                     workload_plan(workload, output_tokens), process.endpoints(), settings,
                     engine=arm.engine, eviction=eviction, on_record=on_record, disks=disks,
                     devices=watched, evict_hook=restart, metrics_urls=process.metrics_urls(),
                     nics=nics, block_tokens=arm.kv_block_tokens,
-                    kv_dir=kv.path if kv is not None else None, pid=process.pid))
+                    kv_dir=kv.path if kv is not None else None, pid=process.pid,
+                    write_quiet=arm.write_quiet))
             cpu = cpu_use(cpu_before, cpu_snapshot(process.pid))
     except (ArmError, PhaseError, AttributionError) as exc:
         tail, said = "", process.log_path if process is not None else log

@@ -18,13 +18,18 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..core import WRITE_QUIET_S
 from .errors import PhaseError
 from .kv_dir import MARKER
 
 # relative path -> (size, mtime_ns, regular file?) of every non-directory entry
 Listing = dict[str, tuple[int, int, bool]]
 
-SETTLE_INTERVAL_S = 0.5  # two looks this far apart must agree (the counters' settle polls so)
+# The write counters are polled, and the directory looked at, this many times per quiet time
+# (an arm's write_quiet): the counters must agree across QUIET_POLLS polls, two looks a
+# QUIET_POLLS-th of it apart must agree.
+QUIET_POLLS = 3
+SETTLE_INTERVAL_S = WRITE_QUIET_S / QUIET_POLLS
 SETTLE_TIMEOUT_S = 120.0  # as long as the counters' settle may wait
 
 

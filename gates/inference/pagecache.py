@@ -15,16 +15,21 @@ from pathlib import Path
 
 import psutil
 
-from .kv_files import SETTLE_INTERVAL_S, file_sha256, wait_until_settled
+from ..core import WRITE_QUIET_S
+from .kv_files import QUIET_POLLS, file_sha256, wait_until_settled
 
 
-def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None) -> str:
+def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None,
+                    quiet: float = WRITE_QUIET_S) -> str:
     """Wait for the engine's writes to settle, then fsync and DONTNEED every KV file.
 
     ``stored`` is filled with each file's SHA-256 first (relative path -> digest), read from
     the page cache the engine's writes left, for gates.inference.read_back after the probe.
+    ``quiet``: the arm's write_quiet; two looks a QUIET_POLLS-th of it apart must agree.
     """
-    settled = wait_until_settled(kv_dir)  # PhaseError naming the directory if it never does
+    interval = quiet / QUIET_POLLS
+    # PhaseError naming the directory if it never holds still
+    settled = wait_until_settled(kv_dir, interval=interval)
     names = sorted(name for name, (_, _, regular) in settled.listing.items() if regular)
     total = vanished = 0
     for name in names:
@@ -44,7 +49,7 @@ def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None) -> str:
     gone = f", {vanished} more vanished before they could be dropped" if vanished else ""
     return (f"posix_fadvise(DONTNEED) after fsync on {len(names) - vanished} KV files "
             f"({total / 1e6:.1f} MB) in {kv_dir}{gone}, once the directory had held still "
-            f"for {SETTLE_INTERVAL_S:g} s (waited {settled.seconds:g} s)")
+            f"for {interval:.3g} s (waited {settled.seconds:g} s)")
 
 
 def tree_read_bytes(pid: int | None) -> dict[int, int] | None:

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 import aiohttp
 from pydantic import BaseModel
 
-from ..core import RequestRecord
+from ..core import WRITE_QUIET_S, RequestRecord
 from ..loadgen import (
     EVICT,
     PROBE,
@@ -42,7 +42,7 @@ from ..proof import (
     storage_reads,
 )
 from .errors import PhaseError
-from .kv_files import KvReadBack, read_back
+from .kv_files import QUIET_POLLS, KvReadBack, read_back
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 
 Eviction = Literal["reset", "flood", "none"]
@@ -111,17 +111,25 @@ async def scrape_targets(source: MetricsSource, urls: Sequence[str]) -> MetricSe
     return merge_targets([(url, await source.scrape(url)) for url in urls], TARGET_LABEL)
 
 
+# kvgate's own simulator (gates.sim.server) exports the chunk writes it has queued: while any
+# is, its writes are not done, however long its counters have held still.
+SIM_PENDING = "kvgate_sim_pending_writes"
+
+
 async def settle(source: MetricsSource, urls: Sequence[str], engine: str,
-                 interval: float = 0.5, quiet_polls: int = 3, timeout: float = 120.0) -> float:
-    """Wait until the storage-write counters stop moving; returns the seconds waited."""
-    start = time.monotonic()
+                 quiet_for: float = WRITE_QUIET_S, quiet_polls: int = QUIET_POLLS,
+                 timeout: float = 120.0) -> float:
+    """Wait until the storage-write counters have held still for ``quiet_for`` seconds
+    (``quiet_polls`` polls); returns the seconds waited."""
+    start, interval = time.monotonic(), quiet_for / quiet_polls
     last, quiet = None, 0
     while quiet < quiet_polls and time.monotonic() - start < timeout:
         snap = await scrape_targets(source, urls)
         # Totals since the engine started (no before scrape), not a delta of a snapshot.
         written = attribute(engine, None, snap).storage_write_bytes
         quiet = quiet + 1 if written == last else 0
-        last = written
+        # A queued write: the quiet polls count from the first look with none queued.
+        last = None if snap.sum(SIM_PENDING) else written
         if quiet < quiet_polls:
             await asyncio.sleep(interval)
     return time.monotonic() - start
@@ -227,14 +235,17 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
                             evict_hook: Callable[[], None] | None = None,
                             metrics_urls: Sequence[str] = (), nics: SysfsCounters | None = None,
                             block_tokens: int | None = None, kv_dir: Path | None = None,
-                            pid: int | None = None) -> ColdRecovery:
+                            pid: int | None = None,
+                            write_quiet: float = WRITE_QUIET_S) -> ColdRecovery:
     """Warm up, seed every context, let writes settle, evict, then probe at the concurrency.
 
     ``evict_hook`` replaces the eviction request, e.g. restarting an arm whose tier persists.
     ``metrics_urls`` are every scrape target the arm names (default: each endpoint's
     /metrics), merged; ``nics`` watches the storage NICs and RDMA ports during the probe.
     A launched arm gives its ``kv_dir`` (dropped from the page cache before the probe) and its
-    server's ``pid`` (the process tree's read_bytes across the probe).
+    server's ``pid`` (the process tree's read_bytes across the probe). ``write_quiet``: how
+    long the arm's write counters and KV directory must hold still before the seed counts as
+    written (the arm's write_quiet).
     """
     source = source or HttpMetrics()
     urls = list(metrics_urls) or [metrics_url(e) for e in endpoints]
@@ -249,7 +260,7 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
                               f"{', '.join(urls)}: name it (arm engine = ..., or --engine)")
     await run_phase(plan.phase(WARMUP), endpoints, settings, on_record)
     seed = await run_phase(plan.phase(SEED), endpoints, settings, on_record)
-    waited = await settle(source, urls, engine) if not problem else 0.0
+    waited = await settle(source, urls, engine, write_quiet) if not problem else 0.0
     if evict_hook is not None:
         await asyncio.to_thread(evict_hook)
         done = "restarted the engine (its storage tier persists)"
@@ -257,7 +268,7 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         done = await evict(endpoints, eviction, plan, settings)
     # Off the event loop: it waits for the directory to hold still (gates.inference.kv_files).
     stored: dict[str, str] = {}
-    dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored) \
+    dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
         if kv_dir is not None else ""
     (before, early), disk_before = await _scrape(source, urls), disks and disks.read()
     nic_before, io_before = nics.read() if nics else None, tree_read_bytes(pid)

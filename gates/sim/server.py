@@ -87,6 +87,9 @@ _METRICS: list[tuple[str, str, str, Callable[[Engine], int]]] = [
      "Prompt tokens prefilled on the compute resource.", lambda e: e.counters.recomputed_tokens),
     ("kvgate_sim_storage_write_bytes_total", "counter", "KV bytes written to the storage tier.",
      lambda e: e.tier.stats["write_bytes"] if e.tier else 0),
+    # kvgate's settle (gates.inference.phases.SIM_PENDING) waits for this to be 0.
+    ("kvgate_sim_pending_writes", "gauge", "KV chunk writes queued or in progress.",
+     lambda e: e.tier.pending_writes if e.tier else 0),
     ("kvgate_sim_prompt_tokens_total", "counter", "Prompt tokens received.",
      lambda e: e.counters.prompt_tokens),
     ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",

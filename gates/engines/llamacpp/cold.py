@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 
-from ...core import RequestOutcome, RequestRecord, percentile
+from ...core import WRITE_QUIET_S, RequestOutcome, RequestRecord, percentile
 from ...inference import (
     ColdRecovery,
     HttpMetrics,
@@ -161,11 +161,13 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
                                  disks: DiskCounters | None = None, devices: Sequence[str] = (),
                                  on_record: Callable[[RequestRecord], None] | None = None,
                                  evict_hook: Callable[[], None] | None = None,
-                                 erase: bool = True) -> ColdRecovery:
+                                 erase: bool = True,
+                                 write_quiet: float = WRITE_QUIET_S) -> ColdRecovery:
     """Warm up, seed and save every context, evict, drop the page cache, probe by restore.
 
     ``evict_hook`` restarts the engine instead of erasing; ``erase=False`` leaves the slots
-    as the seed left them (workload eviction = "none").
+    as the seed left them (workload eviction = "none"); ``write_quiet``: the arm's, how long
+    its KV directory must hold still before the page cache is dropped.
     """
     if len(endpoints) != 1 or endpoints[0].api != "completions":
         raise PhaseError("the llama.cpp slot protocol drives one server on /v1/completions "
@@ -201,7 +203,7 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         except SlotError as exc:
             raise PhaseError(f"eviction: {exc}") from None
         stored: dict[str, str] = {}
-        dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored) \
+        dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
             if kv_dir is not None else ""
         runner.actions.clear()
         before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
