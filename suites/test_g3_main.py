@@ -51,7 +51,7 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
     out = g3_measurements(g3_pairs.pairs, recompute, kvgate.thresholds.g3,
                           kvgate.thresholds.decision, chains,
                           kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent,
-                          set_aside=g3_pairs.set_aside)
+                          set_aside=g3_pairs.set_aside, comparison_seconds=g3_pairs.seconds)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")

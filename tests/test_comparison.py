@@ -50,6 +50,18 @@ def test_a_clear_level_is_decided_at_the_first_look_with_its_risk_stated():
     assert "P(PASS)" in ttft.note and "if the true figure were the limit 25 %" in ttft.note
 
 
+def test_the_stated_risk_is_for_the_pairs_the_time_budget_holds_at_their_pace():
+    noisy = pairs([0.5, 0.9, 0.45, 0.7, 0.55, 0.8, 0.6], [1.6] * 7)
+    whole = by_id(comparison(8, noisy, LIMITS, DECISION))["g3.ttft_p50_reduction"].note
+    assert "pace" not in whole
+    # 7 pairs in half the budget: 14 would fit, the plan's 28 would not.
+    slow = by_id(comparison(8, noisy, LIMITS, DECISION,
+                            seconds=LIMITS.comparison_budget / 2))["g3.ttft_p50_reduction"]
+    assert "at most 14 pairs in g3.comparison_budget at the pace these pairs ran" in slow.note
+    fast = comparison(8, noisy, LIMITS, DECISION, seconds=LIMITS.comparison_budget / 100)
+    assert "pace" not in by_id(fast)["g3.ttft_p50_reduction"].note
+
+
 def test_a_fail_on_one_figure_stops_the_level_and_the_other_says_why():
     level = pairs([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0],  # no TTFT gain
                   [1.6, 1.2, 2.1, 1.1, 1.9, 1.25, 1.3])  # throughput noisy about the limit

@@ -327,6 +327,23 @@ def test_power_ten_points_above_the_limit_at_a_modest_spread():
     assert pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.06, sims=600) >= 0.95
 
 
+def test_the_time_budget_caps_the_pairs_the_stated_risk_is_for():
+    # A slow engine whose budget holds fewer pairs than the plan: the risk is the plan cut
+    # short where the gate would cut it, never the whole plan's power it cannot reach.
+    whole = pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.15, sims=600)
+    first = PLAN.looks[0]
+    capped = pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.15, sims=600,
+                              cap=first + 1)
+    assert capped < whole
+    assert pass_probability(PLAN, "reduction", REDUCTION, 60.0, 0.01, sims=50,
+                            cap=first - 1) == 0.0  # no look can be made
+    assert pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.15, sims=600,
+                            cap=10 * PLAN.budget) == whole
+    at_limit = pass_probability(PLAN, "reduction", REDUCTION, 25.0, 0.1, sims=3000, seed=7,
+                                cap=first + 1)
+    assert at_limit <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 3000)  # cut short: still <= alpha
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(-2.0, 2.0), min_size=2, max_size=40))
 def test_the_rule_never_passes_an_interval_that_touches_the_limit(d):

@@ -281,16 +281,19 @@ def pairs_needed(d: Sequence[float], metric: Metric, limit: Limit, plan: LookPla
 
 def pass_probability(plan: LookPlan, metric: Metric, limit: Limit, true_percent: float,
                      sd: float, statistic: DecisionStatistic = "point", sims: int = 2000,
-                     seed: int = 0) -> float:
+                     seed: int = 0, cap: int | None = None) -> float:
     """P(PASS) of this plan if the true median were ``true_percent`` with pair spread ``sd``.
 
     Normal log ratios (Monte Carlo, seeded): the report's stated risk for its observed noise.
-    bench/decision_risk.py measures the same from recorded repetitions instead.
+    ``cap``: at most this many pairs come (the time budget at the pairs' pace), the plan cut
+    short there as the gate would cut it. bench/decision_risk.py measures the same from
+    recorded repetitions instead.
     """
     rng, mu = random.Random(seed), to_log(metric, true_percent)
+    n = plan.budget if cap is None else max(0, min(cap, plan.budget))
     passed = 0
     for _ in range(sims):
-        d = [rng.gauss(mu, sd) for _ in range(plan.budget)]
-        final = sequential(d, metric, limit, plan, statistic).final
+        d = [rng.gauss(mu, sd) for _ in range(n)]
+        final = sequential(d, metric, limit, plan, statistic, spent=n < plan.budget).final
         passed += final is not None and final.outcome == "PASS"
     return passed / sims

@@ -87,20 +87,32 @@ def level_done(looks: dict[str, Sequential]) -> bool:
     return all(f is not None and f.outcome in ("PASS", "MARGINAL") for f in finals)
 
 
+def reachable(ran: int, seconds: float, budget_s: float) -> int | None:
+    """Pairs a level could run in the comparison's time budget at the pace its pairs ran
+    (they go round the levels, so a pair's time holds every open level's); None: unknown."""
+    if ran < 1 or not 0 < seconds < float("inf"):
+        return None
+    return int(ran * budget_s / seconds)
+
+
 def _risk(rule: LookPlan, metric: str, limit: Limit, d: list[float],
-          statistic: str) -> str:
+          statistic: str, cap: int | None) -> str:
     sd = statistics.stdev(d) if len(d) > 1 else 0.0
     if sd == 0:
         return "decision risk: the pairs show no spread to state it for"
-    at_limit = pass_probability(rule, metric, limit, limit.lo, sd, statistic)
-    above = pass_probability(rule, metric, limit, limit.lo + POWER_POINTS, sd, statistic)
+    at_limit = pass_probability(rule, metric, limit, limit.lo, sd, statistic, cap=cap)
+    above = pass_probability(rule, metric, limit, limit.lo + POWER_POINTS, sd, statistic,
+                             cap=cap)
+    # The time budget, not only the plan's pairs, bounds the power of a slow engine.
+    pace = (f", at most {cap} pairs in g3.comparison_budget at the pace these pairs ran"
+            if cap is not None and cap < rule.budget else "")
     return (f"decision risk for this plan at the observed spread (sd of ln ratio {sd:.3f}, "
-            f"normal pairs): P(PASS) {100 * at_limit:.1f} % if the true figure were the limit "
-            f"{limit.lo:g} %, {100 * above:.1f} % at {limit.lo + POWER_POINTS:g} %")
+            f"normal pairs{pace}): P(PASS) {100 * at_limit:.1f} % if the true figure were the "
+            f"limit {limit.lo:g} %, {100 * above:.1f} % at {limit.lo + POWER_POINTS:g} %")
 
 
 def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic: str,
-          why_stopped: str) -> str:
+          why_stopped: str, cap: int | None = None) -> str:
     final = s.final
     which = f"look {len(s.looks)} of {len(rule.looks)} at {list(rule.looks)} pairs"
     if s.plan.planned:  # the time budget ended the plan between two looks
@@ -109,7 +121,7 @@ def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic
     said = [f"median of candidate / baseline over {final.pairs} ABBA pairs, "
             f"{100 * final.level:.4g} % sign-test interval ({which}; the plan's chance of "
             f"wrongly clearing a limit at any look, counted exactly: {100 * s.plan.risk:.3g} %)",
-            _risk(rule, s.metric, limit, d, statistic)]
+            _risk(rule, s.metric, limit, d, statistic, cap)]
     if final.outcome in ("MARGINAL", "continue"):
         more = pairs_needed(d, s.metric, limit, rule)
         said.append(f"not decided{why_stopped}: " + (
@@ -138,12 +150,14 @@ def _why_stopped(looks: dict[str, Sequential], rule: LookPlan, limits: G3Limits,
 
 
 def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decision,
-               time_spent: bool = False) -> list[Measurement]:
+               time_spent: bool = False, seconds: float = 0.0) -> list[Measurement]:
     """The level's TTFT p50 reduction and throughput gain, decided by the plan's looks.
 
     Called once the level's pairs are over: a measurement no look decided is MARGINAL, with
-    why the pairs stopped and how many more pairs like these would need.
+    why the pairs stopped and how many more pairs like these would need. ``seconds``: how
+    long the comparison's pairs ran (every level), for the risk under the time budget.
     """
+    cap = reachable(len(pairs), seconds, limits.comparison_budget)
     by_id, rule = limits_of(c, limits), look_plan(limits, decision)
     try:
         looks = level_looks(c, pairs, limits, decision, spent=True)
@@ -159,7 +173,7 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
                                     f"{rule.looks[0]} pairs{why}", by_id[id], at=c))
             continue
         d, final = log_ratios(*figures(pairs[:s.final.pairs], id)), s.final
-        note = _note(s, rule, d, by_id[id], decision.statistic, why)
+        note = _note(s, rule, d, by_id[id], decision.statistic, why, cap)
         if id == "g3.throughput_gain" and above_claimed_band(
                 final.point, limits.throughput_gain_claimed_max):
             note += (f"; above the claimed band (+{limits.throughput_gain_min:g}…"

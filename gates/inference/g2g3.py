@@ -159,11 +159,13 @@ def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition
                     chains: dict[int, list[Signal]] | None = None,
                     kv_bytes_per_token: int | None = None,
                     time_spent: bool = False,
-                    set_aside: dict[int, list[Pair]] | None = None) -> list[Measurement]:
+                    set_aside: dict[int, list[Pair]] | None = None,
+                    comparison_seconds: float = 0.0) -> list[Measurement]:
     """Every G3 measurement per concurrency level (correctness is added by the suite).
 
     pairs are each level's (baseline, candidate) repetitions as they ran, ABBA, set_aside the
-    pairs measured again because the load generator was unfit in them; chains are
+    pairs measured again because the load generator was unfit in them, comparison_seconds
+    how long they all ran (0: not known; the stated risk then ignores the time budget); chains are
     the levels' evidence chains (g3_chains); without them they are built with the default
     proof context (no G1 bandwidth, no host memory: the controls then say so).
     """
@@ -182,7 +184,7 @@ def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition
             errors, Limit.at_most(0, "requests"), at=c,
             note="; ".join(r.error_text for r in group if r.error_text)
             or f"{sum(r.sent for r in group)} requests sent"))
-        out += comparison(c, level, limits, decision, time_spent)
+        out += comparison(c, level, limits, decision, time_spent, comparison_seconds)
         out += storage_proof(c, [r.evidence for r in group], limits, kv_bytes_per_token,
                              [r.restore_gbps for r in group])
         out.append(kv_read_back(c, group))
