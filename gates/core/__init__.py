@@ -5,7 +5,6 @@ No I/O beyond reading the two TOML files; imports nothing else of gates.
 
 from .arms import (
     ADAPTER_NAMES,
-    WRITE_QUIET_S,
     Arm,
     ArmError,
     real_path,
@@ -79,7 +78,7 @@ from .units import (
     parse_rate,
     parse_size,
 )
-from .verdict import EXIT_CODES, Limit, Measurement, Outcome
+from .verdict import EXIT_CODES, Limit, Measurement, Outcome, gate_verdict
 
 __all__ = [
     "ADAPTER_NAMES",
@@ -136,7 +135,6 @@ __all__ = [
     "UpstreamRef",
     "VLLM_PINNED",
     "VllmChoice",
-    "WRITE_QUIET_S",
     "Waiver",
     "WorkloadSettings",
     "above_claimed_band",
@@ -146,6 +144,7 @@ __all__ = [
     "deviation_kind",
     "format_duration",
     "format_size",
+    "gate_verdict",
     "in_checkout",
     "interpolate",
     "json_digest",

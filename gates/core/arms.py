@@ -26,13 +26,6 @@ from .strict import Strict
 from .units import Duration, Size
 
 ARM_NAMES = ("baseline", "candidate", "recompute", "control")
-# How long an arm's storage-write counters and KV directory must hold still after the seed
-# before its writes count as done (gates.inference.settle, wait_until_settled): three counter
-# polls and two directory looks a third of it apart. The default is what real connectors were
-# measured to need; kvgate's simulator also says how many writes it has queued, so it may
-# declare less, and an engine writing in bursts further apart declares more.
-WRITE_QUIET_S = 1.5
-WRITE_QUIET_RANGE = (0.3, 60.0)
 PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python")
 # The metrics adapters of gates.proof.attribution, one per engine family; "auto" detects.
 ADAPTER_NAMES = ("vllm", "lmcache", "vllm-native", "sglang", "dynamo-kvbm", "llamacpp",
@@ -99,8 +92,12 @@ class Arm(Strict):
     env: dict[str, str] = {}  # launch: added to kvgate's own environment
     port: int = Field(default=0, ge=0, lt=65536)  # launch: 0 = a free loopback port
     stop_timeout: Duration = Field(default=30.0, gt=0)  # launch: SIGTERM to SIGKILL
-    write_quiet: Duration = Field(default=WRITE_QUIET_S, ge=WRITE_QUIET_RANGE[0],
-                                  le=WRITE_QUIET_RANGE[1])
+    # How long the arm's storage-write counters and KV directory must hold still after the
+    # seed before its writes count as done (gates.inference.settle, wait_until_settled):
+    # three counter polls and two directory looks a third of it apart. The default is what
+    # real connectors were measured to need; kvgate's simulator also says how many writes it
+    # has queued, so it may declare less; an engine writing in bursts further apart, more.
+    write_quiet: Duration = Field(default=1.5, ge=0.3, le=60.0)
     # Tokens per KV block, for engines whose counters count blocks (Dynamo KVBM: the workers'
     # vLLM --block-size, default 16); None = the engine's counters count tokens.
     kv_block_tokens: PositiveInt | None = None

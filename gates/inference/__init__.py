@@ -14,7 +14,7 @@ from .correctness import correctness
 from .errors import PhaseError
 from .g2g3 import by_concurrency, g2_measurements, g3_chains, g3_measurements, starved
 from .kv_dir import prepare_kv_dir
-from .kv_files import read_back, stored_bytes
+from .kv_files import WRITE_QUIET_S, read_back, stored_bytes
 from .machine import MachineReadings
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (
@@ -39,6 +39,7 @@ __all__ = [
     "PhaseError",
     "Repetition",
     "TARGET_LABEL",
+    "WRITE_QUIET_S",
     "baseline_shift",
     "by_concurrency",
     "correctness",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core import WRITE_QUIET_S
+from ..core import Arm
 from .errors import PhaseError
 from .kv_dir import MARKER
 
@@ -29,6 +29,7 @@ Listing = dict[str, tuple[int, int, bool]]
 # (an arm's write_quiet): the counters must agree across QUIET_POLLS polls, two looks a
 # QUIET_POLLS-th of it apart must agree.
 QUIET_POLLS = 3
+WRITE_QUIET_S: float = Arm.model_fields["write_quiet"].default  # said once, on the Arm
 SETTLE_INTERVAL_S = WRITE_QUIET_S / QUIET_POLLS
 SETTLE_TIMEOUT_S = 120.0  # as long as the counters' settle may wait
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from ..core import WRITE_QUIET_S
-from .kv_files import QUIET_POLLS, file_sha256, wait_until_settled
+from .kv_files import QUIET_POLLS, WRITE_QUIET_S, file_sha256, wait_until_settled
 
 
 def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None,

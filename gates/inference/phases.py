@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 import aiohttp
 from pydantic import BaseModel
 
-from ..core import WRITE_QUIET_S, RequestRecord
+from ..core import RequestRecord
 from ..loadgen import (
     EVICT,
     PROBE,
@@ -42,7 +42,7 @@ from ..proof import (
     storage_reads,
 )
 from .errors import PhaseError
-from .kv_files import QUIET_POLLS, KvReadBack, read_back
+from .kv_files import QUIET_POLLS, WRITE_QUIET_S, KvReadBack, read_back
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 
 Eviction = Literal["reset", "flood", "none"]

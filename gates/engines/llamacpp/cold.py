@@ -17,8 +17,9 @@ from pathlib import Path
 
 import aiohttp
 
-from ...core import WRITE_QUIET_S, RequestOutcome, RequestRecord, percentile
+from ...core import RequestOutcome, RequestRecord, percentile
 from ...inference import (
+    WRITE_QUIET_S,
     ColdRecovery,
     HttpMetrics,
     MetricsSource,
