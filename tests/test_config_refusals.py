@@ -106,6 +106,18 @@ def test_a_band_whose_floor_is_above_its_ceiling_is_refused(tmp_path, repo, caps
             "storage_side_band_max (150 %)")
 
 
+@pytest.mark.parametrize(("new", "why"), [
+    ('device_reference = "0.1s"', "0.1s is too short to time the device"),
+    ('device_reference = "2m"', "out of range"),
+    ('device_reference = 1', "1 has no unit"),
+])
+def test_a_device_reference_that_times_nothing_or_too_long_is_refused(tmp_path, repo, capsys,
+                                                                       new, why):
+    code, err, _, th = config_check(tmp_path, repo, capsys,
+                                    thresholds=('device_reference = "0.5s"', new))
+    refused(code, err, th, "key 'g2.device_reference'", why)
+
+
 # ---- an absurd duration --------------------------------------------------------------------
 
 @pytest.mark.parametrize("written", ["99999999999999999999d", "31d", "745h"])

@@ -366,6 +366,50 @@ def test_an_unstable_baseline_on_a_steady_machine_still_fails():
     assert "the machine's CPU speed varied by 2.0 %" in cv.note
 
 
+def _with_device(reps, speeds):
+    from gates.inference.machine import DeviceReference
+    return [r.model_copy(update={"device": [DeviceReference(bytes_per_s=a),
+                                            DeviceReference(bytes_per_s=b)]})
+            for r, (a, b) in zip(reps, speeds, strict=True)]
+
+
+def test_an_unstable_baseline_on_a_moving_kv_device_is_inconclusive_not_fail():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    steady_cpu = _with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102), (0.0102, 0.0101)])
+    moving = _with_device(steady_cpu, [(100e6, 100e6), (100e6, 70e6), (70e6, 80e6)])
+    cv = by_name(g2_measurements(moving, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR
+    assert cv.note.startswith("INCONCLUSIVE: CV 10.0 % > 5 %, but the KV device's read speed "
+                              "varied by 42.9 % (g2.device_speed_variation_max 20 %)")
+    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+
+
+def test_an_unstable_baseline_on_a_steady_kv_device_still_fails_and_names_both_controls():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    steady = _with_device(_with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102),
+                                                (0.0102, 0.0101)]),
+                          [(100e6, 105e6), (105e6, 110e6), (110e6, 100e6)])
+    cv = by_name(g2_measurements(steady, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.FAIL
+    assert "the KV device's read speed varied by 10.0 %" in cv.note
+    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+
+
+def test_a_device_reading_that_failed_moves_nothing():
+    from gates.inference.machine import DeviceReference
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    failed = [r.model_copy(update={"device": [DeviceReference(bytes_per_s=100e6),
+                                              DeviceReference(error="fio exited 1")]})
+              for r in reps]
+    cv = by_name(g2_measurements(failed, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    # The failed readings are not speeds of 0 (an infinite variation): only the good ones count.
+    assert cv.outcome is Outcome.FAIL
+    assert "the KV device's read speed varied by 0.0 %" in cv.note
+
+
 def test_a_stable_baseline_on_a_moving_machine_passes_and_says_how_much_it_moved():
     reps = [rep("baseline", i, 10.0, 100.0) for i in range(3)]
     moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.013), (0.013, 0.012)])

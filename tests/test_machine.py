@@ -3,7 +3,13 @@
 import pytest
 
 from gates.inference import MachineReadings
-from gates.inference.machine import CpuReference, cpu_reference, speed_variation
+from gates.inference.machine import (
+    CpuReference,
+    DeviceReference,
+    cpu_reference,
+    device_variation,
+    speed_variation,
+)
 
 
 def ref(seconds):
@@ -24,13 +30,36 @@ def test_one_reading_between_two_repetitions_serves_both():
     readings = iter([ref(1.0), ref(2.0), ref(3.0)])
     machine = MachineReadings(read=lambda: next(readings))
     machine.start()
-    assert [r.mean for r in machine.bracket()] == [1.0, 2.0]
-    assert [r.mean for r in machine.bracket()] == [2.0, 3.0]
+    assert [r.mean for r in machine.bracket()["machine"]] == [1.0, 2.0]
+    assert [r.mean for r in machine.bracket()["machine"]] == [2.0, 3.0]
 
 
 def test_without_a_start_the_first_bracket_has_only_its_after():
     machine = MachineReadings(read=lambda: ref(1.0))
-    assert [r.mean for r in machine.bracket()] == [1.0]
+    assert [r.mean for r in machine.bracket()["machine"]] == [1.0]
+
+
+def test_without_a_device_reader_a_bracket_has_no_device_readings():
+    machine = MachineReadings(read=lambda: ref(1.0))
+    machine.start()
+    assert machine.bracket()["device"] == []
+
+
+def test_the_device_is_read_with_the_cpu_once_between_two_repetitions():
+    speeds = iter([100.0, 80.0, 120.0])
+    machine = MachineReadings(read=lambda: ref(1.0),
+                              device=lambda: DeviceReference(bytes_per_s=next(speeds)))
+    machine.start()
+    assert [d.bytes_per_s for d in machine.bracket()["device"]] == [100.0, 80.0]
+    assert [d.bytes_per_s for d in machine.bracket()["device"]] == [80.0, 120.0]
+
+
+def test_device_variation_is_fastest_over_slowest_and_skips_failed_readings():
+    assert device_variation([DeviceReference(bytes_per_s=100.0),
+                             DeviceReference(bytes_per_s=50.0)]) == pytest.approx(100.0)
+    assert device_variation([DeviceReference(bytes_per_s=100.0),
+                             DeviceReference(error="could not read")]) is None
+    assert device_variation([]) is None
 
 
 def test_the_real_reference_times_every_allowed_cpu_and_restores_affinity():

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PositiveInt, model_validator
+from pydantic import BaseModel, Field, PositiveInt, field_validator, model_validator
 
 from .cross_checks import KeyedError, soak_problem
 from .paired import looks_problem
@@ -85,6 +85,21 @@ class G2Limits(Strict):
     # failure while the machine's own speed moved more than this is INCONCLUSIVE (ERROR).
     cpu_speed_variation_max: Percent = Field(default=10.0, gt=0.0, le=100.0, description=(
         "(slowest - fastest) / fastest reading of the CPU reference"))
+    # And the KV device: G1's KV-restore job, this long, read between repetitions on the
+    # target (gates.storage.devref); 0 s does not read it (the record says so).
+    device_reference: Duration = Field(default=0.5, ge=0.0, le=60.0, description=(
+        "0s reads no KV device reference; at most 1 minute between two repetitions"))
+    device_speed_variation_max: Percent = Field(default=20.0, gt=0.0, le=100.0, description=(
+        "(fastest - slowest) / slowest read speed of the KV device reference"))
+
+    @field_validator("device_reference")
+    @classmethod
+    def _reference_long_enough(cls, seconds: float) -> float:
+        # fio's start and the file's open are ~0.1 s: a shorter read times those, not the device.
+        if 0 < seconds < 0.2:
+            raise ValueError(f"{seconds:g}s is too short to time the device: 0s (not read) or "
+                             "at least 0.2s")
+        return seconds
 
 
 class G3Limits(Strict):

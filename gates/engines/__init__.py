@@ -2,7 +2,7 @@
 
 from .choice import EngineRun, choose_engine
 from .protocol import ProtocolError
-from .runner import ArmRunner, arm_problem, engine_site, kv_bytes_per_token
+from .runner import ArmRunner, arm_problem, engine_site, kv_bytes_per_token, machine_readings
 
 __all__ = [
     "ArmRunner",
@@ -12,4 +12,5 @@ __all__ = [
     "choose_engine",
     "engine_site",
     "kv_bytes_per_token",
+    "machine_readings",
 ]

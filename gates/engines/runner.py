@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import RequestRecord, Site, validate_arms
-from ..inference import ArmProcess, MachineReadings, Repetition
+from ..inference import ArmProcess, DeviceReference, MachineReadings, Repetition
 from ..model import kv_geometry
-from ..storage import TargetError, check_directory, foreign_filesystem
+from ..storage import (
+    DeviceReader,
+    SubprocessRunner,
+    TargetError,
+    check_directory,
+    foreign_filesystem,
+)
 from .choice import EngineRun, engine_problems
 from .protocol import run_arm_once, start_arm
 
@@ -51,6 +57,33 @@ def arm_problem(site: Site, name: str, run: EngineRun, site_file: str) -> str:
     except (ValueError, OSError) as exc:
         return f"cannot size the workload's KV ([sizing] model): {exc}"
     return ""
+
+
+def machine_readings(run: RunContext, site: Site, gate: str, arms: tuple[str, ...],
+                     seconds: float) -> tuple[MachineReadings, str]:
+    """The machine's controls for a gate: the CPU reference, and the KV device's read speed
+    (gates.storage.devref, ``seconds`` long) where every arm measured keeps its KV on the
+    target's filesystem; the text says what the device reference reads, or why nothing."""
+    if seconds <= 0:
+        return MachineReadings(), "not read (g2.device_reference = 0s)"
+    target = site.target.directory
+    for name in arms:
+        kv_dir = site.arms[name].kv_dir
+        if kv_dir is not None and foreign_filesystem(kv_dir, target):
+            return MachineReadings(), (
+                f"not read: arms.{name}.kv_dir {kv_dir} is not on the target's filesystem "
+                f"({target}), and kvgate writes its reference file only in the target")
+    reader = DeviceReader(runner=SubprocessRunner(), fio=site.fio, target=target,
+                          evidence_dir=run.evidence_dir, seconds=seconds,
+                          keep=run.add_evidence, label=f"{gate}-devref")
+
+    def read() -> DeviceReference:
+        speed, error = reader()
+        return DeviceReference(bytes_per_s=speed, error=error)
+    return MachineReadings(device=read), (
+        f"{seconds:g} s of random {site.fio.kv_block:,}-byte reads ({site.fio.kv_jobs} jobs x "
+        f"queue depth {site.fio.kv_iodepth}, O_DIRECT) of a file in {target}, between "
+        "repetitions (g2.device_reference)")
 
 
 class RunContext(Protocol):
@@ -142,4 +175,4 @@ class ArmRunner:
         finally:
             if log.exists():
                 self.add_evidence(log)
-        return rep.model_copy(update={"machine": self.machine.bracket()})
+        return rep.model_copy(update=self.machine.bracket())

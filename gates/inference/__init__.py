@@ -15,7 +15,7 @@ from .errors import PhaseError
 from .g2g3 import by_concurrency, g2_measurements, g3_chains, g3_measurements, starved
 from .kv_dir import prepare_kv_dir
 from .kv_files import WRITE_QUIET_S, read_back, stored_bytes
-from .machine import MachineReadings
+from .machine import DeviceReference, MachineReadings
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (
     TARGET_LABEL,
@@ -32,6 +32,7 @@ from .repetitions import Repetition, repetition
 __all__ = [
     "ArmProcess",
     "ColdRecovery",
+    "DeviceReference",
     "HttpMetrics",
     "MachineReadings",
     "MetricsSource",

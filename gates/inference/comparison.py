@@ -28,7 +28,7 @@ from ..core import (
     pass_probability,
     sequential,
 )
-from .machine import speed_variation
+from .machine import device_variation, speed_variation
 from .repetitions import Repetition
 
 Pair = tuple[Repetition, Repetition]  # (baseline, candidate), run back to back
@@ -194,12 +194,16 @@ def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential]) -> Table:
     for i in range(max(map(len, made))):
         n, level = next((x[i].pairs, x[i].level) for x in made if i < len(x))
         speed = speed_variation([x for p in pairs[:n] for r in p for x in r.machine])
+        device = device_variation([x for p in pairs[:n] for r in p for x in r.device])
         rows.append([str(i + 1), str(n)] + [
             f"{x[i].point:.1f} % [{x[i].lo:.1f}, {x[i].hi:.1f}] → {x[i].outcome}"
             if i < len(x) else "decided" for x in made]
-            + ["—" if speed is None else f"{speed:.0f} %", f"{100 * level:.4g} %"])
+            + ["—" if speed is None else f"{speed:.0f} %",
+               "—" if device is None else f"{device:.0f} %", f"{100 * level:.4g} %"])
     return Table(columns=["look", "pairs"] + [title for _, _, title in METRICS]
-                 + ["machine speed moved (CPU reference)", "interval's level"], rows=rows)
+                 + ["machine speed moved (CPU reference)",
+                    "KV device read speed moved (device reference)", "interval's level"],
+                 rows=rows)
 
 
 def design_text(limits: G3Limits, decision: Decision) -> str:
@@ -259,10 +263,14 @@ def baseline_shift(c: int, g2: Sequence[Repetition], g3: Sequence[Repetition],
         shift = 100 * (median(b) / median(a) - 1)
         if abs(shift) > limits.baseline_shift_max:
             speed = speed_variation([x for r in (*g2, *g3) for x in r.machine])
+            device = device_variation([x for r in (*g2, *g3) for x in r.device])
             machine = "" if speed is None else (
                 f"; the machine's CPU speed varied by {speed:.0f} % over G2's and G3's "
                 f"repetitions (g2.cpu_speed_variation_max {g2_limits.cpu_speed_variation_max:g}"
                 " %)")
+            machine += "" if device is None else (
+                f"; the KV device's read speed by {device:.0f} % (g2.device_speed_variation_max"
+                f" {g2_limits.device_speed_variation_max:g} %)")
             out.append(f"G3's baseline moved from G2's at concurrency {c}: {what} "
                        f"{median(b):.4g} {unit} in G3 against {median(a):.4g} {unit} in G2 "
                        f"({shift:+.1f} %, g3.baseline_shift_max {limits.baseline_shift_max:g} "

@@ -30,7 +30,7 @@ from ..proof import (
 )
 from .comparison import Pair, comparison
 from .correctness import kv_read_back
-from .machine import speed_variation
+from .machine import device_variation, speed_variation
 from .repetitions import Repetition, probe_evidence
 
 
@@ -54,23 +54,36 @@ def _busiest(reps: Sequence[Repetition]) -> str:
     return f"; {max(used, key=lambda u: u.other_pct).line()}" if used else ""
 
 
+def _machine_moved(reps: Sequence[Repetition], limits: G2Limits) -> tuple[str, str]:
+    """(what the machine's controls say moved, why a CV failure is the machine's or "")."""
+    speed = speed_variation([x for r in reps for x in r.machine])
+    device = device_variation([x for r in reps for x in r.device])
+    said = "".join((
+        "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %",
+        "" if device is None else f"; the KV device's read speed varied by {device:.1f} %"))
+    if speed is not None and speed > limits.cpu_speed_variation_max:
+        return said, (f"the machine's CPU speed varied by {speed:.1f} % "
+                      f"(g2.cpu_speed_variation_max {limits.cpu_speed_variation_max:g} %)")
+    if device is not None and device > limits.device_speed_variation_max:
+        return said, (f"the KV device's read speed varied by {device:.1f} % "
+                      f"(g2.device_speed_variation_max {limits.device_speed_variation_max:g} %)")
+    return said, ""
+
+
 def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
         what: str, reps: Sequence[Repetition] = ()) -> Measurement:
     limit = Limit.at_most(limits.cv_max, "%", key="g2.cv_max")
     cv = cv_percent(values)
     if cv is None:
         return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
-    speed = speed_variation([x for r in reps for x in r.machine])
-    moved = "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %"
+    moved, machines = _machine_moved(reps, limits)
     each = "per repetition: " + ", ".join(f"{v:.4g}" for v in values)
     m = declared.measured(cv, limit, at=c, note=each + moved)
-    if m.outcome is Outcome.FAIL and speed is not None and speed > limits.cpu_speed_variation_max:
+    if m.outcome is Outcome.FAIL and machines:
         # Not the baseline's instability but the machine's: the measurement says nothing.
         return declared.error(
-            f"INCONCLUSIVE: CV {cv:.1f} % > {limits.cv_max:g} %, but the machine's CPU speed "
-            f"varied by {speed:.1f} % (g2.cpu_speed_variation_max "
-            f"{limits.cpu_speed_variation_max:g} %) over these repetitions{_busiest(reps)}; "
-            f"{each}", limit, at=c)
+            f"INCONCLUSIVE: CV {cv:.1f} % > {limits.cv_max:g} %, but {machines} over these "
+            f"repetitions{_busiest(reps)}; {each}{moved}", limit, at=c)
     if m.outcome is Outcome.FAIL:
         # A CV failure under load is a real measurement; say what else ran.
         m.note = (f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %{_busiest(reps)}; "

@@ -1,10 +1,13 @@
-"""The machine as a control: a fixed CPU workload timed around every repetition.
+"""The machine as a control: a fixed CPU workload, and a short read of the KV device, timed
+around every repetition.
 
 A one-thread engine on a shared VM runs a whole repetition several per cent faster or slower
-when the host's CPU speed moves (seen here: ~10 % with nothing else running). A G2 stability
-failure or a moved G3 baseline is then the machine's doing, not the storage's; timing the same
-fixed workload before and after each repetition says by how much the machine itself moved.
-The timing is the seam (`cpu_reference`); the arithmetic is pure (`speed_variation`).
+when the host's CPU speed moves (seen here: ~10 % with nothing else running), and a disk shared
+with other tenants serves the same restores faster or slower from one minute to the next. A G2
+stability failure or a moved G3 baseline is then the machine's doing, not the baseline's;
+timing the same fixed work before and after each repetition says by how much the machine itself
+moved. The timings are seams (`cpu_reference`, and a device reader handed in by the caller:
+this room runs no fio); the arithmetic is pure (`speed_variation`, `device_variation`).
 """
 
 from __future__ import annotations
@@ -73,21 +76,51 @@ def speed_variation(references: Sequence[CpuReference]) -> float | None:
     return 100 * (max(times) - min(times)) / min(times)
 
 
+class DeviceReference(BaseModel):
+    """The KV device's read speed at one moment: a short, fixed random-read job (G1's KV-restore
+    pattern) on a file written once, or why it could not be read."""
+
+    bytes_per_s: float | None = None
+    error: str = ""
+
+
+def device_variation(references: Sequence[DeviceReference]) -> float | None:
+    """How far the KV device's read speed moved: (fastest - slowest) / slowest, %.
+
+    The same fixed work read at half the speed takes twice as long: 100 %, the same scale as
+    speed_variation. None with fewer than two readings that have a speed.
+    """
+    speeds = [r.bytes_per_s for r in references if r.bytes_per_s]
+    if len(speeds) < 2:
+        return None
+    return 100 * (max(speeds) - min(speeds)) / min(speeds)
+
+
 class MachineReadings:
-    """The CPU reference around each repetition, read once between two repetitions.
+    """The CPU reference (and the KV device's, where a reader is given) around each
+    repetition, read once between two repetitions.
 
     Repetitions run back to back, so one reading after a repetition is also the next one's
-    reading before: half the readings for the same bracket. ``read`` is the seam.
+    reading before: half the readings for the same bracket. ``read`` and ``device`` are the
+    seams; ``bracket`` gives the repetition's fields (``machine``, ``device``).
     """
 
-    def __init__(self, read: Callable[[], CpuReference] = cpu_reference):
-        self.read, self.last = read, None
+    def __init__(self, read: Callable[[], CpuReference] = cpu_reference,
+                 device: Callable[[], DeviceReference] | None = None):
+        self.read, self.device = read, device
+        self.last: tuple[CpuReference, DeviceReference | None] | None = None
 
-    def bracket(self) -> list[CpuReference]:
-        """[before, after] for the repetition that just ran (before: the previous reading)."""
-        before, self.last = self.last, self.read()
-        return [self.last] if before is None else [before, self.last]
+    def _now(self) -> tuple[CpuReference, DeviceReference | None]:
+        return self.read(), (self.device() if self.device is not None else None)
+
+    def bracket(self) -> dict[str, list]:
+        """{machine: [before, after], device: [before, after]} for the repetition that just
+        ran (before: the previous reading); device is empty without a device reader."""
+        before, self.last = self.last, self._now()
+        readings = [self.last] if before is None else [before, self.last]
+        return {"machine": [cpu for cpu, _ in readings],
+                "device": [dev for _, dev in readings if dev is not None]}
 
     def start(self) -> None:
         """Read before the first repetition (or after a pause: an old reading is stale)."""
-        self.last = self.read()
+        self.last = self._now()

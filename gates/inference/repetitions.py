@@ -10,7 +10,7 @@ from ..core import percentile
 from ..loadgen import CpuUse, summarize
 from ..proof import ProbeEvidence, StorageReads, engine_evidence, level_evidence
 from .kv_files import KvReadBack
-from .machine import CpuReference
+from .machine import CpuReference, DeviceReference
 from .phases import ColdRecovery
 
 # The fields a Repetition stored before its probe's evidence became one ProbeEvidence, and their
@@ -52,8 +52,10 @@ class Repetition(BaseModel):
     cpu: CpuUse | None = None  # who used the CPU during the repetition (a starved engine?)
     server: str = ""  # what the server said it is (GET /v1/models, its version endpoint)
     simulated: bool = False  # the server said it is kvgate's simulator
-    # The machine as a control: the CPU reference timed just before and just after (G2, G3).
+    # The machine as a control: the CPU reference timed just before and just after (G2, G3),
+    # and the KV device's read speed where the gate reads it (gates.storage.devref).
     machine: list[CpuReference] = []
+    device: list[DeviceReference] = []
 
     @model_validator(mode="before")
     @classmethod

@@ -4,6 +4,7 @@ devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuratio
 from . import g1, g1config
 from .blockdev import ParseError, as_int, json_document
 from .collector import Collector, Found, install_hint
+from .devref import DeviceReader
 from .fio import FioParseError, combine, parse_fio_json
 from .fiorun import fio_version, run_step
 from .g1 import StepOutcome
@@ -19,6 +20,7 @@ from .target import TargetError, check_directory, foreign_filesystem, resolve_ta
 __all__ = [
     "Collector",
     "CommandRunner",
+    "DeviceReader",
     "FioParseError",
     "Found",
     "Inventory",
