@@ -50,6 +50,7 @@ from .options import RunConfig, RunOptions, add_run_options, input_file
 from .plugin import PresetRun
 from .soak import add_soak_commands, soak_command
 from .store import BundleError, Store, StoreError, new_run_id, write_bundle
+from .sweep import add_sweep_commands, sweep_command
 
 EXIT_TEXT = "exit codes: 0 pass, 1 fail (or marginal), 2 error or bad input, 3 blocked"
 
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_checklist_commands(commands)
     add_engine_commands(commands)
     add_proof_commands(commands)
+    add_sweep_commands(commands)
     return parser
 
 
@@ -277,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             return VERBS[args.command](args)
         if args.command == "soak":
             return soak_command(args, console, run_gates)
+        if args.command == "sweep":
+            return sweep_command(args, console, say_embedded)
         if args.command == "inventory":
             return inventory_command(args.site, args.json)
         return run_gates(args, console)

@@ -120,8 +120,8 @@ class GateSession:
         session.tool_versions = {"kvgate": __version__, "python": platform.python_version(),
                                  "platform": platform.platform(),
                                  "kvgate commit": source_commit()}
-        if options.soak_resume and options.soak_resume == run_id and store.run(run_id):
-            # `kvgate soak resume`: G4 goes on in the run its soak began in, which exists.
+        if run_id in (options.soak_resume, options.sweep_resume) and store.run(run_id):
+            # `kvgate soak resume` or `kvgate sweep --resume`: it goes on in its own run.
             (store.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
             return session
         store.begin_run(run_id, site.site.name, site_sha256=config.site_file.sha256,

@@ -35,7 +35,7 @@ def pytest_configure(config):
 # --dist loadfile), and a long file started last would run alone at the end.
 LONGEST_FIRST = ("test_vllm_e2e.py", "test_vllm_corrupt.py", "test_g2g3_e2e.py",
                  "test_g3_e2e_failures.py", "test_g3_e2e_proof_failures.py",
-                 "test_llamacpp_e2e.py",
+                 "test_llamacpp_e2e.py", "test_sweep_e2e.py",
                  "test_wheel.py", "test_soak_runner.py", "test_checklist_cli.py", "test_cli.py",
                  "test_g1.py", "test_xfs_target.py", "test_soak_resume.py", "test_browser.py")
 

@@ -11,15 +11,19 @@ from .charts import (
     time_series,
     ttft_cdf,
 )
+from .workingset import GainBand, WorkingSetPoint, working_set_chart
 
 __all__ = [
     "Bar",
+    "GainBand",
     "LatencyCurve",
     "SweepPoint",
+    "WorkingSetPoint",
     "bandwidth_vs_ceiling",
     "latency_percentiles",
     "queue_depth_sweep",
     "throughput_by_concurrency",
     "time_series",
     "ttft_cdf",
+    "working_set_chart",
 ]

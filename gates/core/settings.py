@@ -20,6 +20,7 @@ from .cross_checks import KeyedError, fio_problem, site_problem
 from .soak_settings import SoakSettings
 from .steady import ROUNDS
 from .strict import Strict
+from .sweep_settings import SweepSettings
 from .units import Bytes, Duration, Rate, Size
 
 # What fio accepts (fio 3.x source, github.com/axboe/fio; fio 3.33 checked): one fio process
@@ -253,6 +254,7 @@ class Site(Strict):
     workload: WorkloadSettings = WorkloadSettings()
     sizing: Sizing = Sizing()
     soak: SoakSettings = SoakSettings()
+    sweep: SweepSettings = SweepSettings()
     engine: EngineChoice = EngineChoice()
     arms: Arms = {}
 

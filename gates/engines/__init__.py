@@ -1,6 +1,7 @@
 """Real engines for G2/G3 (llama.cpp, vLLM): the choice of engine and the arm protocol."""
 
 from .choice import EngineRun, choose_engine
+from .proofctx import proof_context
 from .protocol import ProtocolError
 from .runner import ArmRunner, arm_problem, engine_site, kv_bytes_per_token, machine_readings
 
@@ -13,4 +14,5 @@ __all__ = [
     "engine_site",
     "kv_bytes_per_token",
     "machine_readings",
+    "proof_context",
 ]

@@ -2,6 +2,7 @@
 phases, repetitions, the machine as a control, the paired comparison and the G2/G3 rules."""
 
 from .comparison import (
+    ORDERS,
     Pair,
     baseline_shift,
     design_text,
@@ -28,6 +29,7 @@ from .phases import (
 )
 from .process import ArmProcess
 from .repetitions import Repetition, repetition
+from .sweep import SweepPoint, break_even, proof_from, sweep_point
 
 __all__ = [
     "ArmProcess",
@@ -36,12 +38,15 @@ __all__ = [
     "HttpMetrics",
     "MachineReadings",
     "MetricsSource",
+    "ORDERS",
     "Pair",
     "PhaseError",
     "Repetition",
+    "SweepPoint",
     "TARGET_LABEL",
     "WRITE_QUIET_S",
     "baseline_shift",
+    "break_even",
     "by_concurrency",
     "correctness",
     "design_text",
@@ -55,6 +60,7 @@ __all__ = [
     "level_tables",
     "look_plan",
     "prepare_kv_dir",
+    "proof_from",
     "read_back",
     "read_bytes_delta",
     "repetition",
@@ -62,5 +68,6 @@ __all__ = [
     "scrape_all",
     "starved",
     "stored_bytes",
+    "sweep_point",
     "tree_read_bytes",
 ]

@@ -32,6 +32,8 @@ from .machine import device_variation, speed_variation
 from .repetitions import Repetition
 
 Pair = tuple[Repetition, Repetition]  # (baseline, candidate), run back to back
+# ABBA: pair i runs its arms in ORDERS[i % 2], so a drift over two pairs hits both arms alike.
+ORDERS = (("baseline", "candidate"), ("candidate", "baseline"))
 
 WHY_PAIRS = ("Requests queued behind each other in one repetition are not independent draws "
              "(their spread is their queue position), so each repetition is summarised by its "

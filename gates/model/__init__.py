@@ -35,6 +35,7 @@ from .kv import (
 )
 from .ranking import Estimate, Ranked, rank_by_interval, ranking_lines, wrong_order_risk
 from .spec import CATALOGUE, ModelError
+from .workingset import SweepSize, Tier, space_needed, sweep_sizes, tiers
 
 __all__ = [
     "ArrayOption",
@@ -52,6 +53,8 @@ __all__ = [
     "SEED_BASELINE_BPS",
     "SEED_BASELINE_LABEL",
     "SHIPPED_CATALOG",
+    "SweepSize",
+    "Tier",
     "chunking",
     "evaluate",
     "fit_calibration",
@@ -69,5 +72,8 @@ __all__ = [
     "ranking_lines",
     "recompute_time",
     "size_workload",
+    "space_needed",
+    "sweep_sizes",
+    "tiers",
     "wrong_order_risk",
 ]

@@ -30,6 +30,7 @@ class RunOptions:
     soak_duration: str = ""  # e.g. "10m": a shortened G4
     soak_window: str = ""
     soak_resume: str = ""  # the run id of a G4 soak to continue
+    sweep_resume: str = ""  # the run id of a working-set sweep to continue (kvgate sweep)
     soak_metrics_port: int | None = None  # Prometheus endpoint on loopback while soaking
     checklist_id: str = ""  # the `kvgate checklist` run whose answers the reports carry
 

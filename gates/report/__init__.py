@@ -22,6 +22,7 @@ from .signing import (
     trusted_here,
 )
 from .summary import build_summary, reissue_summary, write_summary
+from .sweep_page import SweepRecord, write_sweep
 from .trust import BAD_INPUT, VERIFY_EXIT_TEXT
 from .verification import examine
 from .waivers import WaiverRefused, choose_deviation, sign_waiver
@@ -39,6 +40,7 @@ __all__ = [
     "PublicKey",
     "ReportContext",
     "Signer",
+    "SweepRecord",
     "TRUSTED_DIR",
     "VERIFY_EXIT_TEXT",
     "WaiverRefused",
@@ -61,4 +63,5 @@ __all__ = [
     "write_comparison",
     "write_reports",
     "write_summary",
+    "write_sweep",
 ]

@@ -1,0 +1,121 @@
+"""One point of a working-set sweep: G3's paired probe at one KV working set, summarised. Pure.
+
+The pairs are G3's (baseline and candidate in ABBA order, whole repetitions as the unit) but
+few, and no look decides anything: a sweep has no PASS. Each figure is the median pair ratio
+with the widest sign-test interval the pairs allow, never wider than G3's confidence: at n
+pairs [d_(1), d_(n)] holds the true median with probability 1 - 2 x 0.5^n (3 pairs: 75 %,
+5: 93.75 %), stated beside it. "Clears" means that interval lies wholly past G3's limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from ..core import Decision, G3Limits, LookPlan, Outcome, log_ratios, sequential
+from ..proof import ProofContext, chain_measurement
+from .comparison import METRICS, Pair, figures, limits_of
+from .g2g3 import level_chain
+
+
+class SweepFigure(BaseModel):
+    """A gain at one working set: median pair ratio in %, its interval and that's level."""
+
+    point: float
+    lo: float
+    hi: float
+    level: float  # two-sided confidence of [lo, hi]
+    limit: float  # G3's limit for the figure, %
+    clears: bool  # G3's decision rule at this interval: PASS (the whole interval past it)
+
+
+class SweepPoint(BaseModel):
+    """What the sweep measured at one working set (or why it could not)."""
+
+    asked: int  # bytes as [sweep] sizes wrote them (0: the default series)
+    contexts: int
+    working_set: int  # bytes: contexts x context_tokens x KV bytes per token
+    concurrency: int
+    baseline_ttft_p50: list[float] = []  # s, one per pair
+    candidate_ttft_p50: list[float] = []
+    baseline_throughput: list[float] = []  # tok/s, one per pair
+    candidate_throughput: list[float] = []
+    ttft_reduction: SweepFigure | None = None
+    throughput_gain: SweepFigure | None = None
+    proof: str = ""  # the evidence chain's outcome: PASS (storage read), FAIL, ERROR
+    proof_note: str = ""
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def clears(self) -> bool:
+        """Both gains' intervals past G3's limits."""
+        return bool(self.ttft_reduction and self.ttft_reduction.clears
+                    and self.throughput_gain and self.throughput_gain.clears)
+
+    @property
+    def proven(self) -> bool:
+        """The evidence chain shows the KV came from the storage at this working set."""
+        return self.proof == Outcome.PASS.value
+
+
+def sweep_plan(pairs: int, decision: Decision) -> LookPlan:
+    """One look at all the pairs, at the widest interval they allow (rank 1 at few pairs)."""
+    return LookPlan(looks=(pairs,), alpha=max(0.5**pairs, (1 - decision.confidence) / 2))
+
+
+def _figure(id: str, metric: str, pairs: Sequence[Pair], limits: G3Limits,
+            decision: Decision) -> SweepFigure:
+    limit = limits_of(0, limits)[id]
+    d = log_ratios(*figures(pairs, id))
+    final = sequential(d, metric, limit, sweep_plan(len(d), decision), decision.statistic,
+                       spent=True).final
+    assert final is not None  # one look, made at every pair
+    return SweepFigure(point=final.point, lo=final.lo, hi=final.hi, level=final.level,
+                       limit=limit.lo if limit.lo is not None else 0.0,
+                       clears=final.outcome == "PASS")
+
+
+def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
+                pairs: Sequence[Pair], limits: G3Limits, decision: Decision,
+                proof: ProofContext, kv_bytes_per_token: int | None,
+                seconds: float = 0.0) -> SweepPoint:
+    """The point of one working set from its pairs (ValueError: a pair has no figure)."""
+    base, cand = [b for b, _ in pairs], [c for _, c in pairs]
+    point = SweepPoint(
+        asked=asked, contexts=contexts, working_set=working_set, concurrency=concurrency,
+        baseline_ttft_p50=[r.ttft_p50 or 0.0 for r in base],
+        candidate_ttft_p50=[r.ttft_p50 or 0.0 for r in cand],
+        baseline_throughput=[r.output_throughput or 0.0 for r in base],
+        candidate_throughput=[r.output_throughput or 0.0 for r in cand], seconds=seconds)
+    if errors := sum(r.errors for r in (*base, *cand)):
+        texts = "; ".join(r.error_text for r in (*base, *cand) if r.error_text)
+        return point.model_copy(update={"error": f"{errors} failed requests: {texts}"})
+    found = {id: _figure(id, metric, pairs, limits, decision) for id, metric, _ in METRICS}
+    chain = chain_measurement("", level_chain(cand, [], proof, kv_bytes_per_token))
+    return point.model_copy(update={
+        "ttft_reduction": found["g3.ttft_p50_reduction"],
+        "throughput_gain": found["g3.throughput_gain"],
+        "proof": chain.outcome.value, "proof_note": chain.note})
+
+
+def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
+    """The smallest working set from which every larger point clears both G3 limits."""
+    found = None
+    for p in reversed(points):
+        if not p.clears:
+            break
+        found = p
+    return found
+
+
+def proof_from(points: Sequence[SweepPoint]) -> SweepPoint | None:
+    """The smallest working set from which the evidence chain proves storage reads at every
+    larger point (below it memory could hold the KV, or the chain disagreed)."""
+    found = None
+    for p in reversed(points):
+        if not p.proven:
+            break
+        found = p
+    return found

@@ -1,0 +1,170 @@
+"""`kvgate sweep`: where the candidate starts to pay, working set by working set (issue #28).
+
+The sweep is a run of its own (a run id, evidence, the target locked while it measures) with no
+gate record: its result is reports/sweep-<run_id>/ (sweep.html, sweep.json, sweep.json.sig).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+from rich.console import Console
+from rich.markup import escape
+
+from ..core import ConfigError, format_size
+from ..engines import engine_site
+from ..inference import SweepPoint, break_even, proof_from
+from ..loadgen import workload_hash, workload_plan
+from ..model import space_needed, tiers
+from ..options import RunConfig, RunOptions, add_run_options, run_id
+from ..report import SweepRecord, write_sweep
+from ..session import GateSession
+from ..storage import TargetError
+from ..store import Store, StoreError, utc_now
+from .run import plan_of, point_site, run_sweep
+from .store import SweepPlan, SweepStore
+
+EXAMPLES = """examples:
+  kvgate sweep                               the sizes in ./site.toml [sweep] (or the default
+                                             series), reports under ./reports/sweep-<run>/
+  kvgate sweep --site examples/vllm-lmcache.toml --out /data/kvgate-reports
+  kvgate sweep --resume 20261205T130000Z-3f9a1c   continue a sweep that was stopped
+
+Each working set in site.toml [sweep] sizes is G3's cold-recovery probe (the same arms,
+eviction, page-cache drop and evidence chain) at [sweep] concurrency, in [sweep] pairs ABBA
+pairs of the baseline and candidate arms; a size's point is committed before the next starts.
+The page draws both gains against the working set with the memory tiers kvgate knows
+([sweep] gpu_cache, the candidate's cpu_tier, the host's memory), and says from which size up
+both gains clear G3's limits and the evidence chain proves storage reads. It has no verdict.
+
+exit codes: 0 every size measured, 1 a size that could not be measured (its reason on the
+page), 2 bad input (the files, a size, a run to resume that has no sweep, no room on the
+target)"""
+
+
+def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
+    """Register `kvgate sweep`."""
+    sweep = commands.add_parser(
+        "sweep", help="G3's paired probe at a series of KV working sets: where the candidate "
+        "starts to pay", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES)
+    add_run_options(sweep.add_argument, only=("site", "thresholds", "out"),
+                    inherit=("site", "thresholds"),
+                    inherited_from="{default}, or the resumed sweep's")
+    sweep.add_argument("--resume", type=run_id, default="", metavar="RUN_ID",
+                       help="continue the sweep of RUN_ID at its first size without a point")
+
+
+def _error(text: str) -> int:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(text)}",
+                                               highlight=False)
+    return 2
+
+
+def _resumed(args: argparse.Namespace) -> tuple[RunOptions, SweepPlan | None, str]:
+    """The run options (a resume: its run id and files) and the stored plan, or why not."""
+    options = RunOptions.from_namespace(args)
+    if not args.resume:
+        options.site = args.site or Path("site.toml")
+        options.thresholds = args.thresholds or Path("thresholds.toml")
+        return options, None, ""
+    try:
+        with Store.reading(options.out) as store:
+            plan = SweepStore(store).plan(args.resume) \
+                if store.has_table("sweep_plans") else None
+    except StoreError:  # no store there at all
+        plan = None
+    if plan is None:
+        return options, None, f"no sweep {args.resume} in {options.out}: start one with " \
+                              "`kvgate sweep`"
+    options.run_id = options.sweep_resume = args.resume
+    options.site = args.site or Path(plan.site_file)
+    options.thresholds = args.thresholds or Path(plan.thresholds_file)
+    return options, plan, ""
+
+
+def _room(session: GateSession, plan: SweepPlan) -> str:
+    """Why the target cannot hold the largest size in both arms' directories ("" if it can)."""
+    target = session.site.target
+    need = space_needed(plan.sizes) + target.min_free
+    free = psutil.disk_usage(str(target.directory)).free
+    if free >= need:
+        return ""
+    return (f"the target {target.directory} has {format_size(free)} free; the largest working "
+            f"set needs {format_size(space_needed(plan.sizes))} in the baseline's and the "
+            f"candidate's KV directories plus [target] min_free {format_size(target.min_free)}: "
+            "drop the largest sizes from [sweep] sizes, or free space")
+
+
+def sweep_command(args: argparse.Namespace, console: Console,
+                  say_embedded: Callable[[RunConfig, Console], None]) -> int:
+    """Plan (or read back) the sweep, measure every size without a point, write its page."""
+    options, plan, problem = _resumed(args)
+    if problem:
+        return _error(problem)
+    config = RunConfig.load(options)
+    say_embedded(config, console)
+    try:
+        session = GateSession.open(options, config)
+    except (TargetError, ValueError) as exc:
+        return _error(str(exc))
+    try:
+        sweeps = SweepStore(session.store)
+        if plan is None:
+            try:
+                plan = plan_of(session)
+            except ValueError as exc:  # a size the concurrency cannot reach, or two alike
+                raise ConfigError(config.site_file.path, [f"key 'sweep.sizes': {exc}"]) \
+                    from None
+            sweeps.save_plan(plan)
+        if problem := _room(session, plan):
+            return _error(problem)
+        console.print(f"sweep {plan.run_id}: {len(plan.sizes)} working sets "
+                      f"({', '.join(format_size(s.working_set) for s in plan.sizes)}), "
+                      f"{plan.pairs} ABBA pairs each at concurrency {plan.concurrency}, "
+                      f"engine {session.engine().engine}", highlight=False, markup=False)
+        points = run_sweep(session, plan, sweeps,
+                           lambda line: console.print(line, highlight=False, markup=False))
+        record = sweep_record(session, plan, points)
+        files = write_sweep(options.out, record)
+    finally:
+        session.finish()
+        session.store.close()
+    for line in summary_lines(record, files):
+        console.print(line, highlight=False, markup=False)
+    return 1 if any(p.error for p in record.points) else 0
+
+
+def sweep_record(session: GateSession, plan: SweepPlan,
+                 points: dict[int, SweepPoint]) -> SweepRecord:
+    """The record of the sweep as measured: its points in size order, tiers and findings."""
+    run = session.engine()
+    site = engine_site(session.site, run)
+    workload = point_site(site, plan.sizes[0].contexts).workload
+    ordered = [points[i] for i in sorted(points)]
+    candidate = site.arms.get("candidate")
+    return SweepRecord(
+        run_id=plan.run_id, created=utc_now(), site=session.site.site.name, engine=run.engine,
+        simulated=any(site.arms[n].engine == "kvgate-sim" for n in ("baseline", "candidate")),
+        workload_hash=workload_hash(workload_plan(workload), eviction=workload.eviction),
+        thresholds_revision=session.thresholds.meta.revision,
+        thresholds_sha256=session.thresholds_file.sha256, concurrency=plan.concurrency,
+        pairs=plan.pairs, context_bytes=plan.context_bytes, points=ordered,
+        tiers=tiers(psutil.virtual_memory().total, candidate.cpu_tier if candidate else None,
+                    session.site.sweep.gpu_cache),
+        break_even=(b.working_set if (b := break_even(ordered)) else None),
+        proof_from=(p.working_set if (p := proof_from(ordered)) else None),
+        sizes_planned=len(plan.sizes))
+
+
+def summary_lines(r: SweepRecord, files: dict[str, Path]) -> list[str]:
+    """What the sweep found, and where its page is."""
+    out = ["both gains clear G3's limits from " + (
+        f"{format_size(r.break_even)} up" if r.break_even is not None else "no size up")]
+    out.append("the evidence chain proves storage reads from " + (
+        f"{format_size(r.proof_from)} up" if r.proof_from is not None else "no size up"))
+    out += [f"{kind:>6}: {path}" for kind, path in files.items()]
+    return out

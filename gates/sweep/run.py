@@ -1,0 +1,136 @@
+"""Measuring a sweep: G3's paired cold-recovery probe at each working set, committed one by one.
+
+Every size runs the baseline and candidate arms of the chosen engine (as G3 does: the same
+arms, eviction, page-cache drop, machine controls and evidence chain) in a few ABBA pairs with
+the workload's contexts set to the size; its point is committed to the store before the next
+size starts, so a killed sweep resumes at the first size without one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+
+from ..core import Site, format_size
+from ..engines import (
+    ArmRunner,
+    EngineRun,
+    ProtocolError,
+    arm_problem,
+    engine_site,
+    kv_bytes_per_token,
+    machine_readings,
+    proof_context,
+)
+from ..inference import ORDERS, Pair, SweepPoint, sweep_point
+from ..model import SweepSize, sweep_sizes
+from ..session import GateSession
+from ..storage import step_progress
+from .store import SweepPlan, SweepStore
+
+GATE = "sweep"  # names its logs and device references in the evidence, as a gate's would
+SECONDS_PER_CONTEXT = 0.5  # a guess for the progress bar's ETA; the bar corrects as runs finish
+
+
+def plan_of(session: GateSession) -> SweepPlan:
+    """The sizes as whole contexts of the chosen engine's workload (ValueError names a size)."""
+    run = session.engine()
+    site = engine_site(session.site, run)
+    context_bytes = site.workload.context_tokens * kv_bytes_per_token(site, run)
+    sweep = session.site.sweep
+    return SweepPlan(run_id=session.run_id, site_file=str(session.site_file.path),
+                     thresholds_file=str(session.thresholds_file.path),
+                     sizes=sweep_sizes(sweep.sizes, sweep.concurrency, context_bytes),
+                     pairs=sweep.pairs, concurrency=sweep.concurrency,
+                     context_bytes=context_bytes)
+
+
+def point_site(site: Site, contexts: int) -> Site:
+    """The engine's site with the workload's contexts set to one size's."""
+    kind = type(site.workload)
+    return site.model_copy(update={"workload": kind.model_validate(
+        site.workload.model_dump() | {"contexts": contexts})})
+
+
+def _failed(size: SweepSize, plan: SweepPlan, why: str, seconds: float = 0.0) -> SweepPoint:
+    return SweepPoint(asked=size.asked, contexts=size.contexts, working_set=size.working_set,
+                      concurrency=plan.concurrency, error=why, seconds=seconds)
+
+
+def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
+           step_s: float) -> list[Pair]:
+    """The size's ABBA pairs, both arms entered once (a kept server starts once)."""
+    # Each size's device references are numbered on their own: named by the size's tag.
+    machine, _ = machine_readings(session, site, f"{GATE}{tag}", ("baseline", "candidate"),
+                                  session.thresholds.g2.device_reference)
+    pairs: list[Pair] = []
+    with ExitStack() as stack:
+        arms = {name: stack.enter_context(ArmRunner.of(session, site, name, GATE, machine,
+                                                       tag=tag))
+                for name in ("baseline", "candidate")}
+        machine.start()
+        for i in range(plan.pairs):
+            reps = {}
+            for name in ORDERS[i % 2]:
+                bar.tick(f"pair {i + 1}/{plan.pairs}, {name}", 0, step_s)
+                reps[name] = arms[name].rep(plan.concurrency, i)
+                bar.step_done(step_s)
+            pairs.append((reps["baseline"], reps["candidate"]))
+    return pairs
+
+
+def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSize) -> SweepPoint:
+    """One size's point, or a point that says why it has no figures."""
+    site = point_site(engine_site(session.site, run), size.contexts)
+    for name in ("baseline", "candidate"):
+        if problem := arm_problem(site, name, run, session.site_file.path):
+            return _failed(size, plan, problem)
+    started = time.monotonic()
+    step_s = size.contexts * SECONDS_PER_CONTEXT
+    with step_progress(f"sweep {format_size(size.working_set)} ({size.contexts} contexts)",
+                       2 * plan.pairs * step_s) as bar:
+        try:
+            pairs = _pairs(session, site, plan, f"-{size.contexts}ctx", bar, step_s)
+        except ProtocolError as exc:
+            return _failed(size, plan, str(exc), time.monotonic() - started)
+    seconds = time.monotonic() - started
+    unfit = sorted({x for p in pairs for r in p if not r.fit for x in r.unfit_reasons})
+    if unfit:  # the generator measured itself, not the storage: no figure (G3 re-measures)
+        return _failed(size, plan, "INCONCLUSIVE: the load generator was unfit: "
+                       + "; ".join(unfit), seconds)
+    g1 = session.store.latest_record("g1", session.site.site.name)
+    proof, per_token = proof_context(session.site, run, session.thresholds,
+                                     g1[0] if g1 else None)
+    try:
+        return sweep_point(size.asked, size.contexts, size.working_set, plan.concurrency,
+                           pairs, session.thresholds.g3, session.thresholds.decision, proof,
+                           per_token, seconds)
+    except ValueError as exc:  # a repetition without a successful probe
+        return _failed(size, plan, f"no figure: {exc}", seconds)
+
+
+def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
+              say: Callable[[str], None]) -> dict[int, SweepPoint]:
+    """Every size of the plan that has no point yet, each committed as it finishes."""
+    run = session.engine()
+    done = sweeps.points(plan.run_id)
+    for idx, size in enumerate(plan.sizes):
+        if idx in done:
+            continue
+        point = measure(session, run, plan, size)
+        sweeps.add_point(plan.run_id, idx, point)
+        done[idx] = point
+        say(point_line(idx, len(plan.sizes), point))
+    return done
+
+
+def point_line(idx: int, total: int, p: SweepPoint) -> str:
+    """One size's result for the terminal."""
+    head = f"[{idx + 1}/{total}] {format_size(p.working_set)} ({p.contexts} contexts): "
+    if p.error or not (p.ttft_reduction and p.throughput_gain):
+        return head + (p.error or "no figures")
+    r, g = p.ttft_reduction, p.throughput_gain
+    return head + (f"TTFT p50 reduction {r.point:.1f} % [{r.lo:.1f}, {r.hi:.1f}], throughput "
+                   f"gain {g.point:+.1f} % [{g.lo:+.1f}, {g.hi:+.1f}] at {100 * r.level:.4g} %;"
+                   f" proof {'storage read' if p.proven else p.proof} ({p.seconds:.0f} s)")

@@ -1,0 +1,182 @@
+"""`kvgate sweep` end to end on simulator arms over loopback: sizes measured, committed, resumed.
+
+Everything is real: the launched engine processes, HTTP, the KV files on the target (a loop
+device of its own where root allows, tests/_owndisk.py), fio's device reference, SQLite, the
+signed page. The baseline arm reads its tier at 1 MB/s and the candidate's is unthrottled, so
+the candidate clears G3's limits at every size by a wide margin whatever the machine is doing.
+"""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _owndisk import own_disk
+
+from gates.inference import SweepPoint
+from gates.report.pages import self_hashed
+from gates.report.sealing import check_seal
+from gates.report.sweep_page import SWEEP_HASH_KEY, SweepRecord
+
+WORLD_ENV = "KVGATE_E2E_WORLD"
+SIM = ('["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}", '
+       '"--prefill-tokens-per-s", "2000"')
+KiB = 1024
+
+
+def site_text(target: Path, sizes: list[str], pairs: int = 2) -> str:
+    arm = ('kind = "launch"\nengine = "kvgate-sim"\nmodel = "kvgate-sim-tiny"\n'
+           'startup_timeout = "60s"\nstop_timeout = "10s"\nwrite_quiet = "0.3s"\n')
+    return f"""
+[site]
+name = "sweep site"
+[target]
+directory = "{target}"
+create = true
+min_free = "0B"
+[fio]
+file_size = "16MiB"
+[workload]
+contexts = 17  # G2's levels need 16; the sweep sets its own per size
+context_tokens = 256
+question_tokens = 8
+output_tokens = 8
+chunk_tokens = 16
+kv_bytes_per_token = 1024
+warmup = 1
+[sweep]
+sizes = {json.dumps(sizes)}
+pairs = {pairs}
+concurrency = 2
+gpu_cache = "16KiB"
+[arms.baseline]
+{arm}command = {SIM}, "--kv-dir", "{{kv_dir}}", "--read-limit", "1MB/s"]
+kv_dir = "{target}/kv-baseline"
+[arms.candidate]
+{arm}command = {SIM}, "--kv-dir", "{{kv_dir}}"]
+kv_dir = "{target}/kv-candidate"
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, repo):
+    root = tmp_path_factory.mktemp("sweep")
+    (root / "thresholds.toml").write_text((repo / "thresholds.toml").read_text())
+    with own_disk(root / "disk") as disk:
+        (root / "disk-note.txt").write_text(f"targets on {disk}")
+        yield root
+
+
+def sweep(world: Path, *args: str, site: str = "", out: str = "out",
+          popen: bool = False):
+    argv = [sys.executable, "-m", "gates.cli", "sweep", "--out", str(world / out), *args]
+    if site:
+        path = world / f"site-{abs(hash(site))}.toml"
+        path.write_text(site)
+        argv += ["--site", str(path), "--thresholds", str(world / "thresholds.toml")]
+    env = {**os.environ, WORLD_ENV: str(world)}
+    if popen:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, start_new_session=True)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+
+
+def record_of(world: Path, out: str = "out") -> tuple[SweepRecord, Path]:
+    folder = next((world / out).glob("sweep-*"))
+    body = json.loads((folder / "sweep.json").read_text())
+    return SweepRecord.model_validate({k: v for k, v in body.items()
+                                       if k != SWEEP_HASH_KEY}), folder
+
+
+def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
+    target = world / "disk" / "one"
+    done = sweep(world, site=site_text(target, ["768KiB", "1280KiB"]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    r, folder = record_of(world)
+    assert [(p.contexts, p.working_set) for p in r.points] == [(3, 768 * KiB), (5, 1280 * KiB)]
+    for p in r.points:
+        assert not p.error and len(p.baseline_ttft_p50) == len(p.candidate_ttft_p50) == 2
+        # 1 MB/s against an unthrottled tier: both gains far past G3's limits, at 2 pairs' 50 %
+        assert p.ttft_reduction.level == 0.5 and p.clears, p
+    assert r.break_even == 768 * KiB and r.sizes_planned == 2 and r.simulated
+    assert [t.name for t in r.tiers] == ["GPU KV cache", "host memory (page cache)"]
+    # the page and its JSON carry their own hashes; the terminal says where they are
+    body = json.loads((folder / "sweep.json").read_text())
+    assert body[SWEEP_HASH_KEY] == json.loads(self_hashed(r, SWEEP_HASH_KEY))[SWEEP_HASH_KEY]
+    html = (folder / "sweep.html").read_text()
+    assert check_seal(html) == "" and "<svg" in html and "Simulated engine" in html
+    assert f"{folder / 'sweep.html'}" in done.stdout
+    # every repetition's engine log and the KV device's readings are in the run's evidence
+    evidence = world / "out" / r.run_id / "evidence"
+    assert len(list(evidence.glob("sweep-arm-*-3ctx-*.log"))) == 4
+    assert list(evidence.glob("fio-sweep-5ctx-devref-*.json"))
+    assert not (world / "out" / f".{folder.name}.partial").exists()
+
+
+def _points(db: Path, run_id: str) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            return c.execute("SELECT count(*) FROM sweep_points WHERE run_id = ?",
+                             (run_id,)).fetchone()[0]
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+def _run_id(db: Path) -> str:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            row = c.execute("SELECT run_id FROM sweep_plans").fetchone()
+            return row[0] if row else ""
+    except sqlite3.Error:
+        return ""
+
+
+def test_a_killed_sweep_resumes_at_its_first_size_without_a_point(world):
+    target, out = world / "disk" / "two", "killed"
+    proc = sweep(world, site=site_text(target, ["768KiB", "1280KiB", "1792KiB"]), out=out,
+                 popen=True)
+    db, deadline = world / out / "kvgate.sqlite", time.monotonic() + 300
+    run_id = ""
+    while time.monotonic() < deadline and proc.poll() is None:
+        run_id = run_id or _run_id(db)
+        if run_id and _points(db, run_id) >= 1:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()[0]
+    os.killpg(proc.pid, signal.SIGKILL)  # kvgate and every engine it started
+    proc.wait(timeout=30)
+    with sqlite3.connect(db) as c:
+        first = c.execute("SELECT body FROM sweep_points WHERE idx = 0").fetchone()[0]
+    assert not list((world / out).glob("sweep-*"))  # no page for a sweep still measuring
+
+    done = sweep(world, "--resume", run_id, out=out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"sweep {run_id}: 3 working sets" in done.stdout
+    assert "[1/3]" not in done.stdout and "[2/3]" in done.stdout  # size 1 was not measured again
+    r, _ = record_of(world, out)
+    assert r.run_id == run_id and [p.contexts for p in r.points] == [3, 5, 7]
+    assert r.points[0] == SweepPoint.model_validate_json(first)  # as committed before the kill
+
+
+@pytest.mark.parametrize(("sizes", "says"), [
+    (["256KiB"], "sweep.sizes[0] = 256 KiB is below the smallest working set at concurrency 2"),
+    (["1MiB", "768KiB"], "sizes must grow"),
+])
+def test_sizes_the_sweep_cannot_measure_are_refused_before_anything_runs(world, sizes, says):
+    target = world / "disk" / "bad"
+    done = sweep(world, site=site_text(target, sizes), out="bad")
+    assert done.returncode == 2 and says in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list((world / "bad").glob("sweep-*"))
+
+
+@pytest.mark.parametrize("out", ["killed", "nowhere"])  # a store without it, or no store
+def test_resuming_a_sweep_that_is_not_there_is_bad_input(world, out):
+    done = sweep(world, "--resume", "20261205T000000Z-abcdef", out=out)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "no sweep 20261205T000000Z-abcdef in" in done.stderr, done.stderr
