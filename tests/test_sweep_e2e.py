@@ -19,6 +19,7 @@ import pytest
 from _owndisk import own_disk
 
 from gates.inference import SweepPoint
+from gates.report import new_key
 from gates.report.pages import self_hashed
 from gates.report.sealing import check_seal
 from gates.report.sweep_page import SWEEP_HASH_KEY, SweepRecord
@@ -67,6 +68,9 @@ kv_dir = "{target}/kv-candidate"
 def world(tmp_path_factory, repo):
     root = tmp_path_factory.mktemp("sweep")
     (root / "thresholds.toml").write_text((repo / "thresholds.toml").read_text())
+    # The sweeps sign with a key of the world's own (tests never use the runner's key).
+    private, public, _ = new_key(root / "keys" / "performer")
+    (root / "signing.env").write_text(f"{private}\n{public}\n")
     with own_disk(root / "disk") as disk:
         (root / "disk-note.txt").write_text(f"targets on {disk}")
         yield root
@@ -79,7 +83,8 @@ def sweep(world: Path, *args: str, site: str = "", out: str = "out",
         path = world / f"site-{abs(hash(site))}.toml"
         path.write_text(site)
         argv += ["--site", str(path), "--thresholds", str(world / "thresholds.toml")]
-    env = {**os.environ, WORLD_ENV: str(world)}
+    private = (world / "signing.env").read_text().split()[0]
+    env = {**os.environ, WORLD_ENV: str(world), "KVGATE_SIGNING_KEY": private}
     if popen:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env, start_new_session=True)
@@ -110,12 +115,18 @@ def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     assert body[SWEEP_HASH_KEY] == json.loads(self_hashed(r, SWEEP_HASH_KEY))[SWEEP_HASH_KEY]
     html = (folder / "sweep.html").read_text()
     assert check_seal(html) == "" and "<svg" in html and "Simulated engine" in html
+    assert (folder / "sweep.json.sig").is_file() and "Signed by ed25519 key" in html
     assert f"{folder / 'sweep.html'}" in done.stdout
     # every repetition's engine log and the KV device's readings are in the run's evidence
     evidence = world / "out" / r.run_id / "evidence"
     assert len(list(evidence.glob("sweep-arm-*-3ctx-*.log"))) == 4
     assert list(evidence.glob("fio-sweep-5ctx-devref-*.json"))
     assert not (world / "out" / f".{folder.name}.partial").exists()
+    public = (world / "signing.env").read_text().split()[1]
+    checked = subprocess.run([sys.executable, "-m", "gates.cli", "verify", "--key", public,
+                              str(folder)], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "every evidence file they list" in checked.stdout
 
 
 def _points(db: Path, run_id: str) -> int:

@@ -29,7 +29,7 @@ from .phases import (
 )
 from .process import ArmProcess
 from .repetitions import Repetition, repetition
-from .sweep import SweepPoint, break_even, proof_from, sweep_point
+from .sweep import SweepPoint, break_even, proof_from, sweep_figure, sweep_point
 
 __all__ = [
     "ArmProcess",
@@ -68,6 +68,7 @@ __all__ = [
     "scrape_all",
     "starved",
     "stored_bytes",
+    "sweep_figure",
     "sweep_point",
     "tree_read_bytes",
 ]

@@ -65,10 +65,13 @@ def sweep_plan(pairs: int, decision: Decision) -> LookPlan:
     return LookPlan(looks=(pairs,), alpha=max(0.5**pairs, (1 - decision.confidence) / 2))
 
 
-def _figure(id: str, metric: str, pairs: Sequence[Pair], limits: G3Limits,
-            decision: Decision) -> SweepFigure:
+def sweep_figure(id: str, baseline: Sequence[float], candidate: Sequence[float],
+                 limits: G3Limits, decision: Decision) -> SweepFigure:
+    """One gain from the pairs' figures (baseline_i, candidate_i), id a G3 gain's
+    (g3.ttft_p50_reduction, g3.throughput_gain); ValueError when a figure is missing."""
+    metric = next(m for i, m, _ in METRICS if i == id)
     limit = limits_of(0, limits)[id]
-    d = log_ratios(*figures(pairs, id))
+    d = log_ratios(baseline, candidate)
     final = sequential(d, metric, limit, sweep_plan(len(d), decision), decision.statistic,
                        spent=True).final
     assert final is not None  # one look, made at every pair
@@ -92,7 +95,7 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
     if errors := sum(r.errors for r in (*base, *cand)):
         texts = "; ".join(r.error_text for r in (*base, *cand) if r.error_text)
         return point.model_copy(update={"error": f"{errors} failed requests: {texts}"})
-    found = {id: _figure(id, metric, pairs, limits, decision) for id, metric, _ in METRICS}
+    found = {id: sweep_figure(id, *figures(pairs, id), limits, decision) for id, _, _ in METRICS}
     chain = chain_measurement("", level_chain(cand, [], proof, kv_bytes_per_token))
     return point.model_copy(update={
         "ttft_reduction": found["g3.ttft_p50_reduction"],

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..store import DB_NAME, MANIFEST
-from .layout import COMPARISON_FILES, EVIDENCE, KNOWN
+from .layout import COMPARISON_FILES, EVIDENCE, KNOWN, SWEEP_FILES
 
 ARCHIVES = (".tar.gz", ".tgz", ".tar")
-GIVE = ("give a run folder (reports/<run-id>), one gate JSON, a bundle (.bundle.tar.gz) or a "
-        "comparison's folder (reports/compare-…)")
+GIVE = ("give a run folder (reports/<run-id>), one gate JSON, a bundle (.bundle.tar.gz), a "
+        "comparison's folder (reports/compare-…) or a sweep's (reports/sweep-…)")
 
 
 class NotVerifiable(ValueError):
@@ -26,7 +26,7 @@ class NotVerifiable(ValueError):
 def _kvgate_wrote(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() or any(
         (folder / name).is_file() or (folder / name).is_symlink()
-        for name in KNOWN | set(COMPARISON_FILES))
+        for name in KNOWN | set(COMPARISON_FILES) | set(SWEEP_FILES))
 
 
 def _why_not(folder: Path) -> str:

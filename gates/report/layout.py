@@ -23,6 +23,9 @@ KNOWN = {f.format(gate=f"g{n}") for f in GATE_FILES for n in range(1, 5)} | set(
 # What `kvgate compare` writes into its own folder (compare-<when>-<runs>/ in the reports folder).
 COMPARISON_HTML = "comparison.html"
 COMPARISON_FILES = (COMPARISON_JSON, COMPARISON_JSON + ".sig", COMPARISON_HTML)
+# What `kvgate sweep` writes into its own folder (sweep-<run>/ in the reports folder).
+SWEEP_JSON, SWEEP_HTML = "sweep.json", "sweep.html"
+SWEEP_FILES = (SWEEP_JSON, SWEEP_JSON + ".sig", SWEEP_HTML)
 
 
 def _absent(path: Path) -> bool:

@@ -17,16 +17,16 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..charts import GainBand, WorkingSetPoint, working_set_chart
-from ..core import format_size
+from ..core import Decision, format_size
 from ..inference import SweepPoint
 from ..model import Tier
 from ..store import write_new
+from .layout import SWEEP_HTML, SWEEP_JSON
 from .pages import PAGES, self_hashed
 from .sealing import content_hash, record_meta, seal, seal_placeholder
 from .signing import CONFIGURED, Signer, configured_signer, grouped, sig_path, statement
 from .summary import ITEMS_TESTED, SignerInfo
 
-SWEEP_JSON, SWEEP_HTML = "sweep.json", "sweep.html"
 SWEEP_HASH_KEY = "sweep_sha256"
 
 
@@ -50,6 +50,8 @@ class SweepRecord(BaseModel):
     break_even: int | None = None  # bytes: from here up every point clears both G3 limits
     proof_from: int | None = None  # bytes: from here up the chain proves storage reads
     sizes_planned: int = 0
+    decision: Decision = Decision()  # the rule that says whether a point clears (thresholds)
+    evidence: dict[str, str] = {}  # the run's evidence files (run-relative) and their SHA-256
     notes: list[str] = []
     kvgate_version: str = __version__
     signer: SignerInfo | None = None

@@ -1,7 +1,7 @@
 """`kvgate verify`: re-check records, evidence, report seals, the chain and a bundle's manifest.
 
-PATH is a run folder, one gate JSON, a bundle (.tar.gz), an extracted bundle or a comparison's
-folder (comparison_check.py). Every problem
+PATH is a run folder, one gate JSON, a bundle (.tar.gz), an extracted bundle, a comparison's
+folder (comparison_check.py) or a sweep's (sweep_check.py). Every problem
 names the file as a path relative to what was given (inside a bundle: the path in the archive)
 and says what is wrong with it. A run folder is checked whole: every report its records imply
 (<gate>.html and <gate>.html.seal beside <gate>.json, summary.html beside summary.json) must be
@@ -25,6 +25,7 @@ from .given import ARCHIVES, check_given
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
 from .sealing import SEAL_ID, check_seal
 from .summary import SUMMARY_HASH_KEY, summary_digest, summary_findings
+from .sweep_check import check_sweep, is_sweep
 from .trust import Verification, check_signed, stray_signatures
 from .trust import rel as _name
 
@@ -219,6 +220,8 @@ def verify_tree(root: Path) -> Verification:
         found.add(check_run(folder, root))
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and is_comparison(p)):
         found.add(check_comparison(folder, root))
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and is_sweep(p)):
+        found.add(check_sweep(folder, root))
     if not runs:
         found.problems.append("no run folder with a gate record (<run>/g1.json …) in the bundle")
     return found
@@ -255,6 +258,8 @@ def examine(path: Path) -> Verification:
         return verify_tree(path)
     if is_comparison(path):
         return check_comparison(path, path)
+    if is_sweep(path):
+        return check_sweep(path, path)
     return check_run(path, path)
 
 

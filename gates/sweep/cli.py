@@ -157,7 +157,8 @@ def sweep_record(session: GateSession, plan: SweepPlan,
                     session.site.sweep.gpu_cache),
         break_even=(b.working_set if (b := break_even(ordered)) else None),
         proof_from=(p.working_set if (p := proof_from(ordered)) else None),
-        sizes_planned=len(plan.sizes))
+        sizes_planned=len(plan.sizes), decision=session.thresholds.decision,
+        evidence=session.store.manifest(plan.run_id))
 
 
 def summary_lines(r: SweepRecord, files: dict[str, Path]) -> list[str]:
