@@ -2,11 +2,12 @@
 #   make demo   installs what kvgate needs and runs every gate on the embedded default
 #   make test   installs what the tests need and runs kvgate's own test suite
 #   make check  the same suite without the real engines' end-to-end runs (minutes, not 20)
+#   make sweep  a short working-set sweep on the embedded default (where the candidate pays)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check bench mutants tools browser engine clean
+.PHONY: demo sweep test check bench mutants tools browser engine clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -70,6 +71,13 @@ engine: $(BIN)/kvgate
 demo: tools $(BIN)/kvgate
 	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
 	$(BIN)/kvgate run all
+
+# A short working-set sweep on the embedded default (README "Where the array pays"): G3's paired
+# probe at five KV working sets, three pairs each, on the simulator (or llama.cpp when
+# installed), its page in reports/sweep-<run>/. Not a gate: it has no verdict.
+sweep: tools $(BIN)/kvgate
+	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
+	$(BIN)/kvgate sweep
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).

@@ -1,18 +1,13 @@
-"""fixtures/g3pairs.py: a pair in which the load generator was unfit is measured again.
+"""G3's pairs (gates.inference.measured_pair, used by fixtures/g3pairs.py and kvgate sweep): a
+pair in which the load generator was unfit is measured again.
 
 The rule is the generator's own lag alone (Repetition.fit), never either arm's figures, and it
 is bounded: at most REMEASURES set-aside pairs per level, none once the time budget is spent.
 """
 
 
-from _fixturemods import fixture_module
-
-from gates.inference import Repetition
-
-
-def g3pairs():
-    """fixtures/g3pairs.py as the kvgate pytest plugin loads it."""
-    return fixture_module("g3pairs")
+from gates.inference import Repetition, measured_pair
+from gates.inference.comparison import REMEASURES
 
 
 def rep(arm: str, fit: bool, ttft: float = 1.0) -> Repetition:
@@ -34,27 +29,26 @@ def measuring(fits: list[tuple[bool, bool]]):
 def test_a_fit_pair_is_kept_as_measured():
     measure, asked = measuring([(True, True)])
     aside = []
-    pair = g3pairs().measured_pair(measure, aside, lambda: False)
+    pair = measured_pair(measure, aside, lambda: False)
     assert asked == [0] and aside == [] and pair[1].ttfts == [1.0]
 
 
 def test_an_unfit_pair_is_set_aside_and_measured_again():
     measure, asked = measuring([(True, False), (False, True), (True, True)])
     aside = []
-    pair = g3pairs().measured_pair(measure, aside, lambda: False)
+    pair = measured_pair(measure, aside, lambda: False)
     assert asked == [0, 1, 2] and len(aside) == 2 and pair[1].ttfts == [3.0]
 
 
 def test_set_asides_are_bounded_per_level_and_by_the_time_budget():
-    module = g3pairs()
-    unfit = [(True, False)] * (module.REMEASURES + 2)
+    unfit = [(True, False)] * (REMEASURES + 2)
     measure, asked = measuring(unfit)
     aside = []
-    pair = module.measured_pair(measure, aside, lambda: False)
-    assert len(aside) == module.REMEASURES and not pair[1].fit  # kept: the level is INCONCLUSIVE
-    assert asked == list(range(module.REMEASURES + 1))
+    pair = measured_pair(measure, aside, lambda: False)
+    assert len(aside) == REMEASURES and not pair[1].fit  # kept: the level is INCONCLUSIVE
+    assert asked == list(range(REMEASURES + 1))
     # A level that already set aside its share measures each later pair once.
     measure, asked = measuring(unfit)
-    assert not module.measured_pair(measure, aside, lambda: False)[1].fit and asked == [0]
+    assert not measured_pair(measure, aside, lambda: False)[1].fit and asked == [0]
     measure, asked = measuring(unfit)
-    assert not module.measured_pair(measure, [], lambda: True)[1].fit and asked == [0]
+    assert not measured_pair(measure, [], lambda: True)[1].fit and asked == [0]

@@ -88,3 +88,9 @@ def test_the_proof_holds_from_the_first_size_every_larger_one_proves():
     assert proof_from(ps).working_set == 2
     assert proof_from(ps[:1]) is None
     assert not math.isnan(ps[0].ttft_reduction.point)
+
+
+def test_a_point_that_could_not_be_measured_says_nothing_either_way():
+    failed = SweepPoint(asked=0, contexts=9, working_set=6, concurrency=8, error="unfit")
+    ps = [figures(False, False, 1), figures(True, True, 4), failed]
+    assert break_even(ps).working_set == 4 and proof_from(ps).working_set == 4

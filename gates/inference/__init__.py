@@ -10,6 +10,7 @@ from .comparison import (
     level_looks,
     level_tables,
     look_plan,
+    measured_pair,
 )
 from .correctness import correctness
 from .errors import PhaseError
@@ -59,6 +60,7 @@ __all__ = [
     "level_looks",
     "level_tables",
     "look_plan",
+    "measured_pair",
     "prepare_kv_dir",
     "proof_from",
     "read_back",

@@ -46,6 +46,7 @@ class SweepPoint(BaseModel):
     proof: str = ""  # the evidence chain's outcome: PASS (storage read), FAIL, ERROR
     proof_note: str = ""
     seconds: float = 0.0
+    set_aside: int = 0  # pairs measured again because the load generator was unfit in them
     error: str = ""
 
     @property
@@ -104,9 +105,10 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
 
 
 def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
-    """The smallest working set from which every larger point clears both G3 limits."""
+    """The smallest working set from which every larger measured point clears both G3 limits
+    (a point that could not be measured says nothing either way: the page names it)."""
     found = None
-    for p in reversed(points):
+    for p in reversed([p for p in points if not p.error]):
         if not p.clears:
             break
         found = p
@@ -115,9 +117,9 @@ def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
 
 def proof_from(points: Sequence[SweepPoint]) -> SweepPoint | None:
     """The smallest working set from which the evidence chain proves storage reads at every
-    larger point (below it memory could hold the KV, or the chain disagreed)."""
+    larger measured point (below it memory could hold the KV, or the chain disagreed)."""
     found = None
-    for p in reversed(points):
+    for p in reversed([p for p in points if not p.error]):
         if not p.proven:
             break
         found = p

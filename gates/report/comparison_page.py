@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TypeVar
 
 from markupsafe import Markup
+from pydantic import BaseModel
 
 from ..core import json_digest
 from ..store import write_new
@@ -25,6 +27,7 @@ from .signing import CONFIGURED, Signer, configured_signer, grouped, sig_path, s
 from .summary import SignerInfo
 
 COMPARISON_HASH_KEY = "comparison_sha256"
+P = TypeVar("P", bound=BaseModel)
 
 
 def comparison_digest(body: dict) -> str:
@@ -46,6 +49,16 @@ def render_comparison(c: Comparison) -> str:
     return seal(html)[0]
 
 
+def with_signer(page: P, signer: Signer | None | str) -> tuple[P, Signer | None]:
+    """The page naming the key that will sign it, and that key (None: unsigned); signer as
+    for write_summary: CONFIGURED, a Signer, or None."""
+    key = configured_signer() if signer == CONFIGURED else signer
+    if not isinstance(key, Signer):
+        return page, None
+    return page.model_copy(update={"signer": SignerInfo(fingerprint=key.public.fingerprint,
+                                                        public_key=key.public.text)}), key
+
+
 def write_comparison(out_dir: Path, c: Comparison,
                      signer: Signer | None | str = CONFIGURED) -> dict[str, Path]:
     """The comparison's folder in out_dir with its JSON, page and signature; never overwrites.
@@ -53,11 +66,7 @@ def write_comparison(out_dir: Path, c: Comparison,
     signer as for write_summary: CONFIGURED ($KVGATE_SIGNING_KEY or the default key, if any),
     a Signer, or None (unsigned).
     """
-    key = configured_signer() if signer == CONFIGURED else signer
-    key = key if isinstance(key, Signer) else None
-    if key:
-        c = c.model_copy(update={"signer": SignerInfo(fingerprint=key.public.fingerprint,
-                                                      public_key=key.public.text)})
+    c, key = with_signer(c, signer)
     folder = out_dir / c.id
     if folder.exists():  # a comparison made in the same second of the same runs: refused
         raise FileExistsError(f"{folder} already exists; kvgate never overwrites a comparison")

@@ -21,10 +21,11 @@ from ..core import Decision, format_size
 from ..inference import SweepPoint
 from ..model import Tier
 from ..store import write_new
+from .comparison_page import with_signer
 from .layout import SWEEP_HTML, SWEEP_JSON
 from .pages import PAGES, self_hashed
 from .sealing import content_hash, record_meta, seal, seal_placeholder
-from .signing import CONFIGURED, Signer, configured_signer, grouped, sig_path, statement
+from .signing import CONFIGURED, Signer, grouped, sig_path, statement
 from .summary import ITEMS_TESTED, SignerInfo
 
 SWEEP_HASH_KEY = "sweep_sha256"
@@ -96,11 +97,7 @@ def render_sweep(r: SweepRecord) -> str:
 def write_sweep(out_dir: Path, r: SweepRecord,
                 signer: Signer | None | str = CONFIGURED) -> dict[str, Path]:
     """The sweep's folder in out_dir with its JSON, page and signature; never overwrites."""
-    key = configured_signer() if signer == CONFIGURED else signer
-    key = key if isinstance(key, Signer) else None
-    if key:
-        r = r.model_copy(update={"signer": SignerInfo(fingerprint=key.public.fingerprint,
-                                                      public_key=key.public.text)})
+    r, key = with_signer(r, signer)
     folder = out_dir / r.id
     if folder.exists():
         raise FileExistsError(f"{folder} already exists; kvgate never overwrites a sweep")

@@ -23,7 +23,7 @@ from ..engines import (
     machine_readings,
     proof_context,
 )
-from ..inference import ORDERS, Pair, SweepPoint, sweep_point
+from ..inference import ORDERS, Pair, SweepPoint, measured_pair, sweep_point
 from ..model import SweepSize, sweep_sizes
 from ..session import GateSession
 from ..storage import step_progress
@@ -59,8 +59,9 @@ def _failed(size: SweepSize, plan: SweepPlan, why: str, seconds: float = 0.0) ->
 
 
 def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
-           step_s: float) -> list[Pair]:
-    """The size's ABBA pairs, both arms entered once (a kept server starts once)."""
+           step_s: float, aside: list[Pair]) -> list[Pair]:
+    """The size's ABBA pairs, both arms entered once (a kept server starts once); aside gets
+    the pairs set aside because the load generator was unfit in them."""
     # Each size's device references are numbered on their own: named by the size's tag.
     machine, _ = machine_readings(session, site, f"{GATE}{tag}", ("baseline", "candidate"),
                                   session.thresholds.g2.device_reference)
@@ -70,13 +71,18 @@ def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
                                                        tag=tag))
                 for name in ("baseline", "candidate")}
         machine.start()
-        for i in range(plan.pairs):
+
+        def pair(i: int, again: int) -> Pair:
             reps = {}
             for name in ORDERS[i % 2]:
-                bar.tick(f"pair {i + 1}/{plan.pairs}, {name}", 0, step_s)
-                reps[name] = arms[name].rep(plan.concurrency, i)
+                bar.tick(f"pair {i + 1}/{plan.pairs}{' again' if again else ''}, {name}", 0,
+                         step_s)
+                reps[name] = arms[name].rep(plan.concurrency, i, again)
                 bar.step_done(step_s)
-            pairs.append((reps["baseline"], reps["candidate"]))
+            return reps["baseline"], reps["candidate"]
+        for i in range(plan.pairs):  # a pair the load generator was unfit in: again, as G3
+            pairs.append(measured_pair(lambda again, i=i: pair(i, again), aside,
+                                       lambda: False))
     return pairs
 
 
@@ -86,12 +92,12 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
     for name in ("baseline", "candidate"):
         if problem := arm_problem(site, name, run, session.site_file.path):
             return _failed(size, plan, problem)
-    started = time.monotonic()
+    started, aside = time.monotonic(), []
     step_s = size.contexts * SECONDS_PER_CONTEXT
     with step_progress(f"sweep {format_size(size.working_set)} ({size.contexts} contexts)",
                        2 * plan.pairs * step_s) as bar:
         try:
-            pairs = _pairs(session, site, plan, f"-{size.contexts}ctx", bar, step_s)
+            pairs = _pairs(session, site, plan, f"-{size.contexts}ctx", bar, step_s, aside)
         except ProtocolError as exc:
             return _failed(size, plan, str(exc), time.monotonic() - started)
     seconds = time.monotonic() - started
@@ -103,11 +109,12 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
     proof, per_token = proof_context(session.site, run, session.thresholds,
                                      g1[0] if g1 else None)
     try:
-        return sweep_point(size.asked, size.contexts, size.working_set, plan.concurrency,
-                           pairs, session.thresholds.g3, session.thresholds.decision, proof,
-                           per_token, seconds)
+        point = sweep_point(size.asked, size.contexts, size.working_set, plan.concurrency,
+                            pairs, session.thresholds.g3, session.thresholds.decision, proof,
+                            per_token, seconds)
     except ValueError as exc:  # a repetition without a successful probe
         return _failed(size, plan, f"no figure: {exc}", seconds)
+    return point.model_copy(update={"set_aside": len(aside)})
 
 
 def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
