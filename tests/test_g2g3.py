@@ -410,6 +410,17 @@ def test_a_device_reading_that_failed_moves_nothing():
     assert "the KV device's read speed varied by 0.0 %" in cv.note
 
 
+def test_a_device_reference_that_could_not_be_read_is_said():
+    from gates.inference.machine import DeviceReference
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    unread = [r.model_copy(update={"device": [DeviceReference(
+        error="the KV device reference could not read: Invalid argument")]}) for r in reps]
+    cv = by_name(g2_measurements(unread, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.FAIL
+    assert "the KV device reference could not read: Invalid argument" in cv.note
+
+
 def test_a_stable_baseline_on_a_moving_machine_passes_and_says_how_much_it_moved():
     reps = [rep("baseline", i, 10.0, 100.0) for i in range(3)]
     moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.013), (0.013, 0.012)])

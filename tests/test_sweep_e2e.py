@@ -191,3 +191,29 @@ def test_resuming_a_sweep_that_is_not_there_is_bad_input(world, out):
     done = sweep(world, "--resume", "20261205T000000Z-abcdef", out=out)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "no sweep 20261205T000000Z-abcdef in" in done.stderr, done.stderr
+
+
+def test_a_finished_sweep_is_not_resumed(world):
+    r, folder = record_of(world)
+    done = sweep(world, "--resume", r.run_id)
+    assert done.returncode == 2 and f"sweep {r.run_id} is finished" in done.stderr
+
+
+def test_a_sweep_resumed_on_another_workload_is_refused(world):
+    from gates.model import sweep_sizes
+    from gates.store import Store
+    from gates.sweep.store import SweepPlan, SweepStore
+
+    out, run_id = world / "moved", "20261205T000000Z-0a0b0c"
+    site = world / "site-moved.toml"
+    site.write_text(site_text(world / "disk" / "moved", ["768KiB"]))
+    with Store(out) as store:  # a sweep begun with contexts of 512 tokens, not the site's 256
+        store.begin_run(run_id, "sweep site")
+        SweepStore(store).save_plan(SweepPlan(
+            run_id=run_id, site_file=str(site), thresholds_file=str(world / "thresholds.toml"),
+            sizes=sweep_sizes([], 2, 512 * KiB), pairs=2, concurrency=2,
+            context_bytes=512 * KiB))
+    done = sweep(world, "--resume", run_id, out="moved")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "began with contexts of 524,288 B of KV; the site's workload now gives 262,144 B" \
+        in done.stderr and "Traceback" not in done.stderr

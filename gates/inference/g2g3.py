@@ -58,9 +58,12 @@ def _machine_moved(reps: Sequence[Repetition], limits: G2Limits) -> tuple[str, s
     """(what the machine's controls say moved, why a CV failure is the machine's or "")."""
     speed = speed_variation([x for r in reps for x in r.machine])
     device = device_variation([x for r in reps for x in r.device])
+    failed = next((x.error for r in reps for x in r.device if x.error), "")
     said = "".join((
         "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %",
-        "" if device is None else f"; the KV device's read speed varied by {device:.1f} %"))
+        "" if device is None else f"; the KV device's read speed varied by {device:.1f} %",
+        # A control that could not be read is said, never taken for a steady device.
+        f"; {failed}" if failed and device is None else ""))
     if speed is not None and speed > limits.cpu_speed_variation_max:
         return said, (f"the machine's CPU speed varied by {speed:.1f} % "
                       f"(g2.cpu_speed_variation_max {limits.cpu_speed_variation_max:g} %)")

@@ -47,6 +47,8 @@ class SweepPoint(BaseModel):
     proof_note: str = ""
     seconds: float = 0.0
     set_aside: int = 0  # pairs measured again because the load generator was unfit in them
+    server: str = ""  # what the arms' server said it is (GET /v1/models, its version)
+    simulated: bool = False  # it said it is kvgate's simulator
     error: str = ""
 
     @property

@@ -24,7 +24,7 @@ from ..report import SweepRecord, write_sweep
 from ..session import GateSession
 from ..storage import TargetError
 from ..store import Store, StoreError, utc_now
-from .run import plan_of, point_site, run_sweep
+from .run import context_bytes, plan_of, point_site, resume_problem, run_sweep
 from .store import SweepPlan, SweepStore
 
 EXAMPLES = """examples:
@@ -80,6 +80,10 @@ def _resumed(args: argparse.Namespace) -> tuple[RunOptions, SweepPlan | None, st
     if plan is None:
         return options, None, f"no sweep {args.resume} in {options.out}: start one with " \
                               "`kvgate sweep`"
+    if (options.out / f"sweep-{args.resume}").exists():
+        return options, None, (f"sweep {args.resume} is finished: its page is "
+                               f"{options.out / f'sweep-{args.resume}'}/ (kvgate never "
+                               "overwrites a sweep)")
     options.run_id = options.sweep_resume = args.resume
     options.site = args.site or Path(plan.site_file)
     options.thresholds = args.thresholds or Path(plan.thresholds_file)
@@ -90,7 +94,10 @@ def _room(session: GateSession, plan: SweepPlan) -> str:
     """Why the target cannot hold the largest size in both arms' directories ("" if it can)."""
     target = session.site.target
     need = space_needed(plan.sizes) + target.min_free
-    free = psutil.disk_usage(str(target.directory)).free
+    try:
+        free = psutil.disk_usage(str(target.directory)).free
+    except OSError as exc:
+        return f"cannot read the free space of the target {target.directory}: {exc}"
     if free >= need:
         return ""
     return (f"the target {target.directory} has {format_size(free)} free; the largest working "
@@ -113,14 +120,19 @@ def sweep_command(args: argparse.Namespace, console: Console,
         return _error(str(exc))
     try:
         sweeps = SweepStore(session.store)
+        try:
+            per_context = context_bytes(session)
+        except (ValueError, OSError) as exc:
+            raise ConfigError(config.site_file.path, [
+                f"key 'sizing.model': cannot size the workload's KV: {exc}"]) from None
         if plan is None:
             try:
-                plan = plan_of(session)
+                plan = plan_of(session, per_context)
             except ValueError as exc:  # a size the concurrency cannot reach, or two alike
                 raise ConfigError(config.site_file.path, [f"key 'sweep.sizes': {exc}"]) \
                     from None
             sweeps.save_plan(plan)
-        if problem := _room(session, plan):
+        if problem := resume_problem(session, plan, per_context) or _room(session, plan):
             return _error(problem)
         console.print(f"sweep {plan.run_id}: {len(plan.sizes)} working sets "
                       f"({', '.join(format_size(s.working_set) for s in plan.sizes)}), "
@@ -147,8 +159,13 @@ def sweep_record(session: GateSession, plan: SweepPlan,
     ordered = [points[i] for i in sorted(points)]
     candidate = site.arms.get("candidate")
     return SweepRecord(
-        run_id=plan.run_id, created=utc_now(), site=session.site.site.name, engine=run.engine,
-        simulated=any(site.arms[n].engine == "kvgate-sim" for n in ("baseline", "candidate")),
+        run_id=plan.run_id, created=utc_now(), site=session.site.site.name,
+        engine=run.engine + "".join(sorted({f"; the server said: {p.server}" for p in ordered
+                                            if p.server})),
+        # The servers' own word where they answered, the configuration where none did.
+        simulated=any(p.simulated for p in ordered) or (
+            not any(p.server for p in ordered)
+            and any(site.arms[n].engine == "kvgate-sim" for n in ("baseline", "candidate"))),
         workload_hash=workload_hash(workload_plan(workload), eviction=workload.eviction),
         thresholds_revision=session.thresholds.meta.revision,
         thresholds_sha256=session.thresholds_file.sha256, concurrency=plan.concurrency,

@@ -33,17 +33,37 @@ GATE = "sweep"  # names its logs and device references in the evidence, as a gat
 SECONDS_PER_CONTEXT = 0.5  # a guess for the progress bar's ETA; the bar corrects as runs finish
 
 
-def plan_of(session: GateSession) -> SweepPlan:
-    """The sizes as whole contexts of the chosen engine's workload (ValueError names a size)."""
+def context_bytes(session: GateSession) -> int:
+    """KV bytes of one context of the chosen engine's workload (ValueError, OSError: the
+    model in [sizing] cannot be sized)."""
     run = session.engine()
     site = engine_site(session.site, run)
-    context_bytes = site.workload.context_tokens * kv_bytes_per_token(site, run)
+    return site.workload.context_tokens * kv_bytes_per_token(site, run)
+
+
+def plan_of(session: GateSession, per_context: int) -> SweepPlan:
+    """The sizes as whole contexts of the chosen engine's workload (ValueError names a size)."""
     sweep = session.site.sweep
     return SweepPlan(run_id=session.run_id, site_file=str(session.site_file.path),
                      thresholds_file=str(session.thresholds_file.path),
-                     sizes=sweep_sizes(sweep.sizes, sweep.concurrency, context_bytes),
+                     sizes=sweep_sizes(sweep.sizes, sweep.concurrency, per_context),
                      pairs=sweep.pairs, concurrency=sweep.concurrency,
-                     context_bytes=context_bytes)
+                     context_bytes=per_context, engine=session.engine().engine)
+
+
+def resume_problem(session: GateSession, plan: SweepPlan, per_context: int) -> str:
+    """Why this run cannot go on measuring the plan ("" if it can): the points would not be
+    of one engine and one workload."""
+    engine = session.engine().engine
+    if plan.engine and engine != plan.engine:
+        return (f"sweep {plan.run_id} began on {plan.engine}; this machine now chooses "
+                f"{engine} ([engine] prefer and what is installed): its points would not be of "
+                "one engine; start a new sweep")
+    if per_context != plan.context_bytes:
+        return (f"sweep {plan.run_id} began with contexts of {plan.context_bytes:,} B of KV; "
+                f"the site's workload now gives {per_context:,} B: its points would not be of "
+                "one workload; start a new sweep")
+    return ""
 
 
 def point_site(site: Site, contexts: int) -> Site:
@@ -114,7 +134,9 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
                             per_token, seconds)
     except ValueError as exc:  # a repetition without a successful probe
         return _failed(size, plan, f"no figure: {exc}", seconds)
-    return point.model_copy(update={"set_aside": len(aside)})
+    said = next((r.server for p in pairs for r in p if r.server), "")
+    return point.model_copy(update={"set_aside": len(aside), "server": said, "simulated": any(
+        r.simulated for p in pairs for r in p)})
 
 
 def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,

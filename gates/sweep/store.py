@@ -32,6 +32,7 @@ class SweepPlan(BaseModel):
     pairs: int
     concurrency: int
     context_bytes: int
+    engine: str = ""  # the engine chosen when it began: a resume must measure the same one
 
 
 class SweepStore:
