@@ -118,8 +118,9 @@ def test_a_folder_kvgate_wrote_nothing_into_is_bad_input_not_altered(tmp_path, c
     both = capsys.readouterr()
     assert "ALTERED" not in both.out
     assert f"{tmp_path}: no gate record, report or summary here, so it is no run folder: give " \
-           "a run folder (reports/<run-id>), one gate JSON, a bundle (.bundle.tar.gz) or a " \
-           "comparison's folder" in both.err.replace("\n", " ")
+           "a run folder (reports/<run-id>), one gate JSON, a bundle (.bundle.tar.gz), a " \
+           "comparison's folder (reports/compare-…) or a sweep's (reports/sweep-…)" in \
+           both.err.replace("\n", " ")
 
 
 def test_the_folder_of_a_run_killed_before_any_record_is_bad_input(tmp_path, capsys):
