@@ -87,7 +87,8 @@ test: tools browser engine $(VENV)/.test-extras
 
 # The developer's loop: every test but the real engines' end-to-end runs (marker real_engine,
 # tests/conftest.py); aimed at under 5 minutes on a quiet 2-core machine, measured 7-11 minutes
-# (README; 6 min 58 s on 2026-12-04 with the simulator arms' write_quiet).
+# (README; 6 min 58 s on 2026-12-04 with the simulator arms' write_quiet, 7 min 37 s on
+# 2026-12-05 with the KV device reference and the sweep's end-to-end file).
 # `make test` is complete.
 check: tools $(VENV)/.test-extras
 	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not real_engine"; code=$$?; \
