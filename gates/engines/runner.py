@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import RequestRecord, Site, validate_arms
-from ..inference import ArmProcess, DeviceReference, MachineReadings, Repetition
+from ..inference import (
+    ORDERS,
+    ArmProcess,
+    DeviceReference,
+    MachineReadings,
+    Pair,
+    Repetition,
+)
 from ..model import kv_geometry
 from ..storage import (
     DeviceReader,
@@ -176,3 +183,15 @@ class ArmRunner:
             if log.exists():
                 self.add_evidence(log)
         return rep.model_copy(update=self.machine.bracket())
+
+
+def abba_pair(arms: dict[str, ArmRunner], c: int, i: int, again: int,
+              step: Callable[[str], None], done: Callable[[], None]) -> Pair:
+    """Pair i at concurrency c in its ABBA order (again > 0: measured once more), G3's and the
+    sweep's alike; step(arm) before and done() after each arm's repetition (a progress bar)."""
+    reps = {}
+    for name in ORDERS[i % 2]:
+        step(name)
+        reps[name] = arms[name].rep(c, i, again)
+        done()
+    return reps["baseline"], reps["candidate"]

@@ -9,7 +9,7 @@ pairs [d_(1), d_(n)] holds the true median with probability 1 - 2 x 0.5^n (3 pai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
@@ -89,16 +89,16 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
                 seconds: float = 0.0) -> SweepPoint:
     """The point of one working set from its pairs (ValueError: a pair has no figure)."""
     base, cand = [b for b, _ in pairs], [c for _, c in pairs]
+    ttft, tput = (figures(pairs, id) for id, _, _ in METRICS)
     point = SweepPoint(
         asked=asked, contexts=contexts, working_set=working_set, concurrency=concurrency,
-        baseline_ttft_p50=[r.ttft_p50 or 0.0 for r in base],
-        candidate_ttft_p50=[r.ttft_p50 or 0.0 for r in cand],
-        baseline_throughput=[r.output_throughput or 0.0 for r in base],
-        candidate_throughput=[r.output_throughput or 0.0 for r in cand], seconds=seconds)
+        baseline_ttft_p50=ttft[0], candidate_ttft_p50=ttft[1], baseline_throughput=tput[0],
+        candidate_throughput=tput[1], seconds=seconds)
     if errors := sum(r.errors for r in (*base, *cand)):
         texts = "; ".join(r.error_text for r in (*base, *cand) if r.error_text)
         return point.model_copy(update={"error": f"{errors} failed requests: {texts}"})
-    found = {id: sweep_figure(id, *figures(pairs, id), limits, decision) for id, _, _ in METRICS}
+    found = {id: sweep_figure(id, *lists, limits, decision)
+             for (id, _, _), lists in zip(METRICS, (ttft, tput), strict=True)}
     chain = chain_measurement("", level_chain(cand, [], proof, kv_bytes_per_token))
     return point.model_copy(update={
         "ttft_reduction": found["g3.ttft_p50_reduction"],
@@ -106,23 +106,24 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
         "proof": chain.outcome.value, "proof_note": chain.note})
 
 
-def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
-    """The smallest working set from which every larger measured point clears both G3 limits
+def _from_up(points: Sequence[SweepPoint], holds: Callable[[SweepPoint], bool]
+             ) -> SweepPoint | None:
+    """The smallest measured point from which ``holds`` is true of every larger measured one
     (a point that could not be measured says nothing either way: the page names it)."""
     found = None
     for p in reversed([p for p in points if not p.error]):
-        if not p.clears:
+        if not holds(p):
             break
         found = p
     return found
+
+
+def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
+    """The smallest working set from which every larger measured point clears both limits."""
+    return _from_up(points, lambda p: p.clears)
 
 
 def proof_from(points: Sequence[SweepPoint]) -> SweepPoint | None:
     """The smallest working set from which the evidence chain proves storage reads at every
     larger measured point (below it memory could hold the KV, or the chain disagreed)."""
-    found = None
-    for p in reversed([p for p in points if not p.error]):
-        if not p.proven:
-            break
-        found = p
-    return found
+    return _from_up(points, lambda p: p.proven)

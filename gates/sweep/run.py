@@ -17,14 +17,16 @@ from ..engines import (
     ArmRunner,
     EngineRun,
     ProtocolError,
+    abba_pair,
     arm_problem,
     engine_site,
     kv_bytes_per_token,
     machine_readings,
     proof_context,
 )
-from ..inference import ORDERS, Pair, SweepPoint, measured_pair, sweep_point
+from ..inference import Pair, SweepPoint, measured_pair, sweep_point
 from ..model import SweepSize, sweep_sizes
+from ..proof import ProofContext
 from ..session import GateSession
 from ..storage import step_progress
 from .store import SweepPlan, SweepStore
@@ -93,21 +95,19 @@ def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
         machine.start()
 
         def pair(i: int, again: int) -> Pair:
-            reps = {}
-            for name in ORDERS[i % 2]:
-                bar.tick(f"pair {i + 1}/{plan.pairs}{' again' if again else ''}, {name}", 0,
-                         step_s)
-                reps[name] = arms[name].rep(plan.concurrency, i, again)
-                bar.step_done(step_s)
-            return reps["baseline"], reps["candidate"]
+            return abba_pair(arms, plan.concurrency, i, again, lambda name: bar.tick(
+                f"pair {i + 1}/{plan.pairs}{' again' if again else ''}, {name}", 0, step_s),
+                lambda: bar.step_done(step_s))
         for i in range(plan.pairs):  # a pair the load generator was unfit in: again, as G3
             pairs.append(measured_pair(lambda again, i=i: pair(i, again), aside,
                                        lambda: False))
     return pairs
 
 
-def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSize) -> SweepPoint:
-    """One size's point, or a point that says why it has no figures."""
+def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSize,
+            proofs: tuple[ProofContext, int | None]) -> SweepPoint:
+    """One size's point, or a point that says why it has no figures; proofs: what the
+    storage-read proof holds the probes against (engines.proof_context), and KV bytes/token."""
     site = point_site(engine_site(session.site, run), size.contexts)
     for name in ("baseline", "candidate"):
         if problem := arm_problem(site, name, run, session.site_file.path):
@@ -125,9 +125,7 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
     if unfit:  # the generator measured itself, not the storage: no figure (G3 re-measures)
         return _failed(size, plan, "INCONCLUSIVE: the load generator was unfit: "
                        + "; ".join(unfit), seconds)
-    g1 = session.store.latest_record("g1", session.site.site.name)
-    proof, per_token = proof_context(session.site, run, session.thresholds,
-                                     g1[0] if g1 else None)
+    proof, per_token = proofs
     try:
         point = sweep_point(size.asked, size.contexts, size.working_set, plan.concurrency,
                             pairs, session.thresholds.g3, session.thresholds.decision, proof,
@@ -143,11 +141,13 @@ def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
               say: Callable[[str], None]) -> dict[int, SweepPoint]:
     """Every size of the plan that has no point yet, each committed as it finishes."""
     run = session.engine()
+    g1 = session.store.latest_record("g1", session.site.site.name)
+    proofs = proof_context(session.site, run, session.thresholds, g1[0] if g1 else None)
     done = sweeps.points(plan.run_id)
     for idx, size in enumerate(plan.sizes):
         if idx in done:
             continue
-        point = measure(session, run, plan, size)
+        point = measure(session, run, plan, size, proofs)
         sweeps.add_point(plan.run_id, idx, point)
         done[idx] = point
         say(point_line(idx, len(plan.sizes), point))
