@@ -94,15 +94,19 @@ def test_the_working_set_chart_marks_limits_tiers_and_unproven_points():
     from gates.charts import GainBand, WorkingSetPoint, working_set_chart
 
     band = GainBand(point=60.0, lo=50.0, hi=70.0)
-    svg = working_set_chart(
-        [WorkingSetPoint(working_set=2**20, ttft_reduction=band, throughput_gain=band,
-                         proven=False),
-         WorkingSetPoint(working_set=2**24, ttft_reduction=band, throughput_gain=band,
-                         proven=True),
-         WorkingSetPoint(working_set=2**26)],  # a point without figures is left out
-        25.0, 29.0, {"GPU KV cache": 2**21, "host memory (page cache)": 2**34})
+
+    def chart(first_proven: bool) -> str:
+        return working_set_chart(
+            [WorkingSetPoint(working_set=2**20, ttft_reduction=band, throughput_gain=band,
+                             proven=first_proven),
+             WorkingSetPoint(working_set=2**24, ttft_reduction=band, throughput_gain=band,
+                             proven=True),
+             WorkingSetPoint(working_set=2**26)],  # a point without figures is left out
+            25.0, 29.0, {"GPU KV cache": 2**21, "host memory (page cache)": 2**34})
+    svg = chart(first_proven=False)
     assert svg.startswith("<svg")
     for text in ("TTFT p50 reduction", "Output-throughput gain", "G3 limit 25 %",
                  "G3 limit 29 %", "GPU KV cache (2 MiB)", "host memory (page cache) (16 GiB)"):
         assert text in svg, text
-    assert 'fill: #ffffff' in svg  # the hollow marker of the unproven point
+    # the unproven point's markers (one per panel) are hollow: white where a proven one is blue
+    assert svg.count("fill: #ffffff") == chart(first_proven=True).count("fill: #ffffff") + 2

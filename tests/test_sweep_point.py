@@ -1,7 +1,5 @@
 """gates.inference.sweep: one working set's pairs summarised; where the gain and the proof start."""
 
-import math
-
 import pytest
 from test_g2g3 import probed, rep
 
@@ -87,7 +85,6 @@ def test_the_proof_holds_from_the_first_size_every_larger_one_proves():
     ps = [figures(True, False, 1), figures(True, True, 2), figures(True, True, 3)]
     assert proof_from(ps).working_set == 2
     assert proof_from(ps[:1]) is None
-    assert not math.isnan(ps[0].ttft_reduction.point)
 
 
 def test_a_point_that_could_not_be_measured_says_nothing_either_way():
