@@ -246,6 +246,9 @@ def test_unknown_placeholder_names_the_arm_and_the_placeholder():
     ({"kind": "launch", "command": ["vllm", "serve", "{model}", "--port", "{port}"]},
      "uses {model} but the arm sets no model"),
     ({"kind": "launch", "command": ["vllm", "serve"]}, "never passes {port}"),
+    ({"kind": "launch", "command": [*HTTP, "--gpu-cache", "{gpu_cache}"]},
+     "uses {gpu_cache} but the arm sets no gpu_cache"),
+    ({"kind": "launch", "command": HTTP, "gpu_cache": "0B"}, "arms.candidate.gpu_cache"),
     ({"kind": "launch", "command": ["x", "{port:05d}"]}, "takes no format spec"),
     ({"kind": "launch", "command": HTTP, "urls": ["http://h:1"]}, 'urls belong(s) to kind = '),
     ({"kind": "endpoint", "urls": ["http://h:1"], "port": 8000}, 'port belong(s) to kind = '),
@@ -307,6 +310,16 @@ def test_render_fills_placeholders_and_keeps_literal_braces(tmp_path):
     argv, env = ArmProcess("candidate", arm, tmp_path / "l", run_id="r7").command()
     assert argv[1:] == [f"--dir={tmp_path}", "{json}"] and env == {"RUN": "r7-9000"}
     assert os.path.samefile(argv[0], os.sys.executable)
+
+
+def test_the_tiers_reach_the_engine_in_bytes_and_an_unset_cpu_tier_is_none(tmp_path):
+    template = ["x", "--port", "{port}", "--gpu-cache", "{gpu_cache}", "--cpu-tier", "{cpu_tier}"]
+    argv, _ = ArmProcess("candidate", launch(template, gpu_cache="12MiB", cpu_tier="24MiB"),
+                         tmp_path / "l").command()
+    assert argv[-4:] == ["--gpu-cache", str(12 * 1024**2), "--cpu-tier", str(24 * 1024**2)]
+    argv, _ = ArmProcess("candidate", launch(template, gpu_cache="1MiB"),
+                         tmp_path / "l").command()
+    assert argv[-1] == "0"
 
 
 # ---- the KV directory ------------------------------------------------------------------

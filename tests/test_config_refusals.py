@@ -154,6 +154,23 @@ def test_the_engines_own_workload_bounds_concurrency_too(tmp_path, repo, capsys)
             "at most 4 (e.g. concurrency = [2, 4])")
 
 
+# ---- a sweep tier the arms would not put in force --------------------------------------------
+
+@pytest.mark.parametrize(("old", "new", "key", "arm"), [
+    ('"--gpu-cache", "{gpu_cache}", "--cpu-tier", "{cpu_tier}"]\nkv_dir = ".kvgate-target/kv-c',
+     '"--gpu-cache", "{gpu_cache}"]\nkv_dir = ".kvgate-target/kv-c', "sweep.cpu_tier",
+     "arms.candidate's command and env do not pass {cpu_tier}"),
+    ('"--read-limit", "10MB/s",\n           "--gpu-cache", "{gpu_cache}", ',
+     '"--read-limit", "10MB/s",\n           ', "sweep.gpu_cache",
+     "arms.baseline's command and env do not pass {gpu_cache}"),
+])
+def test_a_sweep_tier_the_arms_do_not_take_is_refused(tmp_path, repo, capsys, old, new, key,
+                                                      arm):
+    code, err, site, _ = config_check(tmp_path, repo, capsys, site=(old, new))
+    refused(code, err, site, f"key '{key}'", "would be drawn on the sweep's chart and held by "
+            "its proof while the engine ran with its own", arm)
+
+
 # ---- fio job counts and depths beyond what fio runs ----------------------------------------
 
 @pytest.mark.parametrize(("old", "new", "key", "bound"), [

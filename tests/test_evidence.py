@@ -59,6 +59,23 @@ def test_an_inconclusive_control_makes_the_chain_inconclusive():
     assert judge_chain([ENGINE, DEVICE, ws]).inconclusive
 
 
+def test_a_cpu_tier_that_holds_the_working_set_voids_the_probe_even_where_counters_disagree():
+    # The probe, as configured, could not examine the storage: the engine's counters saying
+    # "not read from storage" judge the setup, not the array, so no FAIL (nor a PASS).
+    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, True, True)
+    unread = ENGINE.model_copy(update={"value": 0, "agreement": Agreement.DISAGREES})
+    verdict = judge_chain([unread, DEVICE, tier])
+    assert verdict.inconclusive and verdict.word == "INCONCLUSIVE", verdict
+    assert "can hold the whole working set" in verdict.reason
+    assert f"so {ENGINE.signal} disagrees without judging the storage" in verdict.reason
+    # a control that cannot tell memory from storage does not void the probe: FAIL stays
+    fits = working_set(10 * 2**20, 24 * 2**30, None, False, False)
+    assert judge_chain([unread, DEVICE, fits]).outcome is Outcome.FAIL
+    # a signal that could not be read is still an ERROR first
+    broken = DEVICE.model_copy(update={"agreement": Agreement.ERROR, "note": "unreadable"})
+    assert judge_chain([broken, tier]).word == "ERROR"
+
+
 @given(st.permutations([ENGINE, DEVICE, ENGINE.model_copy(update={"signal": "rank 1"}),
                         Signal(kind=Kind.CONTROL, signal="c", agreement=Agreement.ABSENT)]))
 def test_the_order_of_the_signals_never_changes_the_verdict(signals):

@@ -34,6 +34,8 @@ def test_the_installed_engine_replaces_every_arm(tmp_path):
     run = choose_engine(choice, site_arms(), tmp_path / "target", root=tmp_path)
     assert run.real and run.workload == {"contexts": 4} and run.install == found
     assert run.kv_bytes_per_token == 16384
+    # its memory KV cache, declared for the sweep's chart: --ctx-size tokens over the slots
+    assert {a.gpu_cache for a in run.arms.values()} == {4 * 1024 * 16384}
     assert run.arms["candidate"].kv_dir == tmp_path / "target" / CANDIDATE_DIR
     assert run.arms["baseline"].kv_dir is None and run.arms["recompute"].kv_dir is None
     assert {a.engine for a in run.arms.values()} == {"llamacpp"}

@@ -111,10 +111,21 @@ def test_lru_of_zero_capacity_holds_nothing():
     assert len(lru) == 0
 
 
-def _plan(gpu: set, tier: set, n_chunks=6, tail=4):
+def _plan(gpu: set, tier: set, n_chunks=6, tail=4, cpu: set = frozenset()):
     hashes = [bytes([i]) for i in range(n_chunks)]
     return plan_prefill(n_chunks * 16 + tail, hashes, 16, lambda h: h[0] in gpu,
-                        lambda h: h[0] in tier)
+                        lambda h: h[0] in tier, lambda h: h[0] in cpu)
+
+
+def test_plan_gpu_then_cpu_tier_then_storage_then_compute():
+    plan = _plan(gpu={0}, cpu={0, 1, 2}, tier={0, 1, 2, 3, 4})
+    assert (plan.gpu_chunks, plan.cpu_chunks, plan.storage_chunks, plan.compute_chunks) == \
+        (1, 2, 2, 1)
+    assert (plan.gpu_tokens, plan.cpu_tokens, plan.storage_tokens, plan.recompute_tokens) == \
+        (16, 32, 32, 20)
+    # prefix semantics across the tiers: a CPU-tier chunk after a CPU-tier miss is not used
+    plan = _plan(gpu=set(), cpu={0, 2}, tier={1})
+    assert (plan.cpu_chunks, plan.storage_chunks, plan.compute_chunks) == (1, 1, 4)
 
 
 def test_plan_gpu_then_storage_then_compute():

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
+from gates.sim.cli import tiered_profile
 from gates.sim.engine import Engine
 from gates.sim.model import FaultConfig, chunk_hashes, get_profile
 from gates.sim.server import ENGINE, SIM_HEADER, build_app
@@ -159,6 +160,40 @@ def test_after_reset_the_prompt_comes_back_from_storage_and_survives_restart(tmp
     assert out["usage"]["prompt_tokens_details"]["cached_tokens"] == 96
     assert out["cold"] == out["gpu"] == out["storage"] == out["restarted"]
     assert len(list((tmp_path / TINY.model_id).glob("??/*.kv"))) == 6
+
+
+def test_a_cpu_tier_answers_after_a_reset_and_the_storage_once_it_has_evicted(tmp_path):
+    # GPU cache 2 chunks, CPU tier 8 chunks (the --gpu-cache/--cpu-tier of tiered_profile):
+    # PROMPT's 6 chunks fit the CPU tier, 12 chunks of two prompts do not.
+    profile = tiered_profile(TINY, 2 * TINY.chunk_bytes, 8 * TINY.chunk_bytes + 100)
+    other = list(range(2000, 2100))
+
+    async def go():
+        out = {}
+        async with sim(tmp_path, profile) as (s, app):
+            await stream(s, prompt=PROMPT, max_tokens=2)
+            await app[ENGINE].tier.drain()
+            async with s.post("/reset_prefix_cache") as r:  # the GPU cache only
+                assert r.status == 200
+            m0 = await metrics(s)
+            events = await stream(s, prompt=PROMPT, max_tokens=2)
+            out["cpu"], out["usage"] = delta(m0, await metrics(s)), events[-2]["usage"]
+            await stream(s, prompt=other, max_tokens=2)  # evicts PROMPT from both caches
+            await app[ENGINE].tier.drain()
+            m1 = await metrics(s)
+            await stream(s, prompt=PROMPT, max_tokens=2)
+            out["storage"] = delta(m1, await metrics(s))
+        return out
+
+    out = run(go())
+    assert profile.cpu_tier_chunks == 8 and profile.gpu_cache_chunks == 2
+    cpu, storage = out["cpu"], out["storage"]
+    assert cpu["kvgate_sim_cpu_hit_tokens_total"] == 96
+    assert cpu["kvgate_sim_storage_read_tokens_total"] == cpu["kvgate_sim_gpu_hit_tokens_total"] \
+        == cpu["kvgate_sim_storage_read_bytes_total"] == 0
+    assert out["usage"]["prompt_tokens_details"]["cached_tokens"] == 96
+    assert storage["kvgate_sim_cpu_hit_tokens_total"] == 0
+    assert storage["kvgate_sim_storage_read_tokens_total"] == 96
 
 
 def test_recompute_arm_has_no_storage_reads():

@@ -1,5 +1,6 @@
 """`python -m gates.sim` is a standalone program: it loads nothing of kvgate outside gates.sim."""
 
+import argparse
 import json
 import socket
 import subprocess
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import UnitError, parse_rate
-from gates.sim.cli import bandwidth, paced_profile
+from gates.core import UnitError, parse_rate, parse_size
+from gates.sim.cli import bandwidth, paced_profile, size, tiered_profile
 from gates.sim.model import get_profile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +67,10 @@ def test_help_shows_the_options_and_examples():
     ("--prefill-tokens-per-s", "inf", "finite number above 0, e.g. 2000, not 'inf'"),
     ("--port", "99999", "from 0 (any free port) to 65535, not '99999'"),
     ("--port", "-1", "from 0 (any free port) to 65535, not '-1'"),
-    ("--port", "80.5", "from 0 (any free port) to 65535, not '80.5'")])
+    ("--port", "80.5", "from 0 (any free port) to 65535, not '80.5'"),
+    ("--cpu-tier", "3 parsecs", "'3 parsecs' is not a size: write bytes or a size"),
+    ("--gpu-cache", "0x10", "'0x10' is not a size"),
+    ("--gpu-cache", "2TiB", "more than the 1 TiB a simulated cache may hold")])
 def test_bad_settings_exit_2_naming_the_value_without_a_traceback(flag, value, said):
     done = python("-m", "gates.sim", flag, value)
     assert done.returncode == 2 and said in done.stderr, done.stderr
@@ -106,6 +110,27 @@ def test_read_limit_reads_bandwidth_exactly_like_the_core(text):
             bandwidth(text)
     else:
         assert bandwidth(text) == expected
+
+
+@pytest.mark.parametrize("text", ["12MiB", "12 MiB", "24MB", "1.5GiB", ".5KiB", "16k", "4096",
+                                  "7B", "3 GB", "3 parsecs", "MiB", "-1MiB", "1e3MiB"])
+def test_cache_sizes_read_exactly_like_the_core(text):
+    try:
+        expected = parse_size(text)
+    except UnitError:
+        with pytest.raises(argparse.ArgumentTypeError):
+            size(text)
+    else:
+        assert size(text) == expected
+
+
+def test_a_tiered_profile_keeps_whole_chunks_and_the_rest():
+    tiny = get_profile("tiny")
+    tiered = tiered_profile(tiny, 12 * 1024**2, 24 * 1024**2 + 5)
+    assert (tiered.gpu_cache_chunks, tiered.cpu_tier_chunks) == (768, 1536)
+    assert tiered_profile(tiny, None, 0).model_dump() == tiny.model_dump()
+    assert tiered.model_dump() | {"gpu_cache_chunks": 64, "cpu_tier_chunks": 0} == \
+        tiny.model_dump()
 
 
 def free_port():

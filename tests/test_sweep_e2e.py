@@ -26,13 +26,17 @@ from gates.report.sweep_page import SWEEP_HASH_KEY, SweepRecord
 
 WORLD_ENV = "KVGATE_E2E_WORLD"
 SIM = ('["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}", '
-       '"--prefill-tokens-per-s", "2000"')
+       '"--prefill-tokens-per-s", "2000", "--gpu-cache", "{gpu_cache}", "--cpu-tier", '
+       '"{cpu_tier}"')
 KiB = 1024
 
 
-def site_text(target: Path, sizes: list[str], pairs: int = 2) -> str:
+def site_text(target: Path, sizes: list[str], pairs: int = 2, tiers: str = "") -> str:
+    # The arms' own GPU cache is one 16 KiB chunk: every size restores unless tiers (the
+    # [sweep] gpu_cache and cpu_tier lines) give the sweep bigger ones.
     arm = ('kind = "launch"\nengine = "kvgate-sim"\nmodel = "kvgate-sim-tiny"\n'
-           'startup_timeout = "60s"\nstop_timeout = "10s"\nwrite_quiet = "0.3s"\n')
+           'startup_timeout = "60s"\nstop_timeout = "10s"\nwrite_quiet = "0.3s"\n'
+           'gpu_cache = "16KiB"\n')
     return f"""
 [site]
 name = "sweep site"
@@ -54,7 +58,7 @@ warmup = 1
 sizes = {json.dumps(sizes)}
 pairs = {pairs}
 concurrency = 2
-gpu_cache = "16KiB"
+{tiers}
 [arms.baseline]
 {arm}command = {SIM}, "--kv-dir", "{{kv_dir}}", "--read-limit", "1MB/s"]
 kv_dir = "{target}/kv-baseline"
@@ -98,18 +102,33 @@ def record_of(world: Path, out: str = "out") -> tuple[SweepRecord, Path]:
                                        if k != SWEEP_HASH_KEY}), folder
 
 
+# 256-token contexts of 1 KiB a token are 16 chunks of 16 KiB: 3 contexts and the warm-up's
+# 4 chunks fit a 56-chunk GPU cache, 5 contexts a 96-chunk CPU tier, 9 contexts neither.
+TIERS = 'gpu_cache = "896KiB"\ncpu_tier = "1536KiB"'
+
+
 def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     target = world / "disk" / "one"
-    done = sweep(world, site=site_text(target, ["768KiB", "1280KiB"]))
+    done = sweep(world, site=site_text(target, ["768KiB", "1280KiB", "2304KiB"], tiers=TIERS))
     assert done.returncode == 0, done.stdout + done.stderr
     r, folder = record_of(world)
-    assert [(p.contexts, p.working_set) for p in r.points] == [(3, 768 * KiB), (5, 1280 * KiB)]
+    assert [(p.contexts, p.working_set) for p in r.points] == \
+        [(3, 768 * KiB), (5, 1280 * KiB), (9, 2304 * KiB)]
     for p in r.points:
         assert not p.error and len(p.baseline_ttft_p50) == len(p.candidate_ttft_p50) == 2
-        # 1 MB/s against an unthrottled tier: both gains far past G3's limits, at 2 pairs' 50 %
-        assert p.ttft_reduction.level == 0.5 and p.clears, p
-    assert r.break_even == 768 * KiB and r.sizes_planned == 2 and r.simulated
-    assert [t.name for t in r.tiers] == ["GPU KV cache", "host memory (page cache)"]
+    gpu, cpu, storage = r.points
+    # In the GPU cache (no eviction: the working set evicts) and in the CPU tier, both arms
+    # answer from memory: no gain, and no storage read to prove.
+    assert not gpu.clears and not gpu.proven and "GPU-cache hits" in gpu.proof_note, gpu
+    assert not cpu.clears and cpu.proof_note.startswith("INCONCLUSIVE: ") and \
+        "CPU tier (1.5 MiB) can hold the whole working set" in cpu.proof_note, cpu
+    # Past both, 1 MB/s against an unthrottled tier: both gains far past G3's limits, at 2
+    # pairs' 50 %, and the storage reads proven.
+    assert storage.ttft_reduction.level == 0.5 and storage.clears and storage.proven, storage
+    assert r.break_even == r.proof_from == 2304 * KiB and r.sizes_planned == 3 and r.simulated
+    assert [(t.name, t.bytes) for t in r.tiers[:2]] == [("GPU KV cache", 896 * KiB),
+                                                        ("CPU tier", 1536 * KiB)]
+    assert r.tiers[2].name == "host memory (page cache)"
     # the page and its JSON carry their own hashes; the terminal says where they are
     body = json.loads((folder / "sweep.json").read_text())
     assert body[SWEEP_HASH_KEY] == json.loads(self_hashed(r, SWEEP_HASH_KEY))[SWEEP_HASH_KEY]

@@ -66,4 +66,5 @@ def test_tiers_are_the_known_ones_smallest_first():
     found = tiers(memory_bytes=24 * 1024 * MiB, cpu_tier=None, gpu_cache=MiB)
     assert [(t.name, t.bytes) for t in found] == [("GPU KV cache", MiB),
                                                   ("host memory (page cache)", 24 * 1024 * MiB)]
-    assert [t.source for t in tiers(None, 8 * MiB)] == ["arms.candidate.cpu_tier"]
+    assert [t.source for t in tiers(None, 8 * MiB)] == [
+        "the candidate arm's cpu_tier ([sweep] cpu_tier where set)"]

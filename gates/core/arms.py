@@ -26,7 +26,9 @@ from .strict import Strict
 from .units import Duration, Size
 
 ARM_NAMES = ("baseline", "candidate", "recompute", "control")
-PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python")
+# {gpu_cache} and {cpu_tier}: the arm's keys in bytes ({cpu_tier} 0 when it has none), so a
+# launched engine is given the tiers kvgate's proof and the sweep's chart hold it to.
+PLACEHOLDERS = ("kv_dir", "port", "model", "run_id", "python", "gpu_cache", "cpu_tier")
 # The metrics adapters of gates.proof.attribution, one per engine family; "auto" detects.
 ADAPTER_NAMES = ("vllm", "lmcache", "vllm-native", "sglang", "dynamo-kvbm", "llamacpp",
                  "kvgate-sim")
@@ -105,6 +107,10 @@ class Arm(Strict):
     # native offload's CPU bytes, SGLang's host pool): a tier that could hold the probe's whole
     # working set makes the storage-read proof INCONCLUSIVE. None = none, or not declared.
     cpu_tier: Size | None = None
+    # The engine's own GPU (device) KV cache as its configuration sets it (vLLM's
+    # gpu_memory_utilization share, the simulator's --gpu-cache): drawn on the sweep's chart,
+    # and passed to a launched engine that takes it as {gpu_cache}. None = not declared.
+    gpu_cache: Size | None = Field(default=None, gt=0)
     # True: a fresh process for every repetition. False: one process for all of an arm's
     # repetitions in a gate (a server that takes minutes to start), reset between them:
     # its prefix cache emptied and its KV directory emptied.
@@ -171,6 +177,8 @@ class Arm(Strict):
                 raise ValueError(f"{where}: {exc}") from None
         if "kv_dir" in used and self.kv_dir is None:
             raise ValueError("the template uses {kv_dir} but the arm sets no kv_dir")
+        if "gpu_cache" in used and self.gpu_cache is None:
+            raise ValueError("the template uses {gpu_cache} but the arm sets no gpu_cache")
         if "model" in used and not self.model:
             raise ValueError("the template uses {model} but the arm sets no model")
         if self.port == 0 and "port" not in used:

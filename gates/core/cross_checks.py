@@ -89,6 +89,33 @@ def site_problem(site: Any) -> KeyedError | None:
     return None
 
 
+SWEPT_ARMS = ("baseline", "candidate")  # the arms [sweep] gpu_cache and cpu_tier are given to
+
+
+def sweep_problem(site: Any) -> KeyedError | None:
+    """A [sweep] tier the site's arms would not put in force: the sweep would draw it and hold
+    the proof to it while the engine ran with its own."""
+    shown = site.model_dump(mode="json", include={"sweep"})["sweep"]
+    for key in ("gpu_cache", "cpu_tier"):
+        if getattr(site.sweep, key) is None:
+            continue
+        for name in SWEPT_ARMS:
+            arm = site.arms.get(name)
+            if arm is None:
+                continue
+            texts = [*arm.command, *arm.env.values()]
+            if arm.kind == "launch" and any(f"{{{key}}}" in t for t in texts):
+                continue
+            why = (f"arms.{name} is someone else's endpoint: its tiers are its operator's; "
+                   f"declare them as arms.{name}.{key}" if arm.kind == "endpoint" else
+                   f"arms.{name}'s command and env do not pass {{{key}}} to the engine it "
+                   "launches: add it, or leave this key out")
+            return KeyedError(f"sweep.{key}", (
+                f"would be drawn on the sweep's chart and held by its proof while the engine "
+                f"ran with its own: {why}"), f'"{shown[key]}"')
+    return None
+
+
 def soak_windows(duration: float, window: float) -> int:
     """Windows a soak commits: a partial last window counts as a whole one (SoakPlan.windows)."""
     return max(1, math.ceil(duration / window - 1e-9))

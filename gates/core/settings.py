@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from .arms import Arms, WrittenPath
-from .cross_checks import KeyedError, fio_problem, site_problem
+from .cross_checks import KeyedError, fio_problem, site_problem, sweep_problem
 from .soak_settings import SoakSettings
 from .steady import ROUNDS
 from .strict import Strict
@@ -275,7 +275,7 @@ class Site(Strict):
                 raise ValueError(f"{where}: " + "; ".join(
                     f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
                     from None
-        if problem := site_problem(self):
+        if problem := site_problem(self) or sweep_problem(self):
             raise problem
         return self
 

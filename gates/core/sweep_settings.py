@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, PositiveInt, field_validator
 
 from .strict import Strict
@@ -23,9 +25,19 @@ class SweepSettings(Strict):
         "a pair's ratio needs a second pair to have an interval; more than 20 per size is a "
         "gate's job (kvgate run g3)"))
     concurrency: PositiveInt = 8  # probe requests in flight at every size
-    # The engine's own GPU KV cache, as its configuration sets it, drawn on the chart (kvgate
-    # cannot read it from every engine); None: not drawn.
+    # How the GPU cache is emptied before each probe: "none" lets the working set itself evict
+    # it, as in service, so a size the GPU cache holds is served from it (the proof's eviction
+    # control reads the GPU-hit counters and says so); "reset" empties it (POST
+    # /reset_prefix_cache) as G3 does, so every size restores.
+    eviction: Literal["none", "reset"] = "none"
+    # The engine's GPU KV cache and CPU (DRAM) tier while the sweep runs, on the baseline and
+    # candidate arms alike, replacing the site's [arms] gpu_cache and cpu_tier: drawn on the
+    # chart, held by the proof (a CPU tier that holds a working set makes its proof
+    # INCONCLUSIVE), and given to a launched engine whose command takes {gpu_cache} /
+    # {cpu_tier}. None: the arms' own. An installed engine's arms (llama.cpp, vLLM) are
+    # kvgate's and keep theirs; the sweep says so.
     gpu_cache: Size | None = Field(default=None, gt=0)
+    cpu_tier: Size | None = None
 
     @field_validator("sizes")
     @classmethod

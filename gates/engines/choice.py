@@ -51,8 +51,10 @@ def server_command(install: LlamaCppInstall, choice: EngineChoice, tier: bool) -
 def llamacpp_arms(install: LlamaCppInstall, choice: EngineChoice,
                   target: Path) -> dict[str, Arm]:
     """Baseline and recompute without a tier, the candidate with slot files on the target."""
+    # Its KV cache in memory (--ctx-size tokens over the slots): the CPU build's "GPU" cache.
     common = dict(kind="launch", engine="llamacpp", model="tiny-llama",
-                  startup_timeout=choice.startup_timeout, stop_timeout=10.0)
+                  startup_timeout=choice.startup_timeout, stop_timeout=10.0,
+                  gpu_cache=choice.slots * choice.slot_tokens * install.shape.kv_bytes_per_token)
     return {"baseline": Arm(**common, command=server_command(install, choice, tier=False)),
             "candidate": Arm(**common, command=server_command(install, choice, tier=True),
                              kv_dir=target / CANDIDATE_DIR),

@@ -145,7 +145,9 @@ class ArmProcess:
         """The launch argv and the environment additions, placeholders filled in."""
         kv_dir = "" if self.arm.kv_dir is None else str(self.arm.kv_dir)
         values = {"kv_dir": kv_dir, "port": str(self.port), "model": self.arm.model,
-                  "run_id": self.run_id, "python": sys.executable}
+                  "run_id": self.run_id, "python": sys.executable,
+                  "gpu_cache": str(self.arm.gpu_cache or 0),
+                  "cpu_tier": str(self.arm.cpu_tier or 0)}
         return ([render(c, values) for c in self.arm.command],
                 {k: render(v, values) for k, v in self.arm.env.items()})
 

@@ -84,9 +84,11 @@ def space_needed(sizes: Sequence[SweepSize]) -> int:
 def tiers(memory_bytes: int | None, cpu_tier: int | None,
           gpu_cache: int | None = None) -> list[Tier]:
     """The memories known to kvgate that a working set could hide in, smallest first."""
-    found = [Tier(name="GPU KV cache", bytes=gpu_cache, source="[sweep] gpu_cache")
+    found = [Tier(name="GPU KV cache", bytes=gpu_cache,
+                  source="the candidate arm's gpu_cache ([sweep] gpu_cache where set)")
              if gpu_cache else None,
-             Tier(name="CPU tier", bytes=cpu_tier, source="arms.candidate.cpu_tier")
+             Tier(name="CPU tier", bytes=cpu_tier,
+                  source="the candidate arm's cpu_tier ([sweep] cpu_tier where set)")
              if cpu_tier else None,
              Tier(name="host memory (page cache)", bytes=memory_bytes, source="psutil")
              if memory_bytes else None]

@@ -21,13 +21,15 @@ QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_
 WORST = frozenset({"storage_read_failures", "gpu_hit_tokens", "cpu_hit_tokens"})
 
 # The reference simulator's counters. `kvgate sim` serves exactly these (labels: model_name);
-# every prompt token is counted in exactly one of gpu_hit, storage_read and recomputed.
+# every prompt token is counted in exactly one of gpu_hit, cpu_hit, storage_read and
+# recomputed.
 SIM_METRICS = {
     "kvgate_sim_prompt_tokens_total": "Prompt tokens received.",
     "kvgate_sim_gpu_hit_tokens_total": "Prompt tokens whose KV was found in the GPU LRU cache.",
     "kvgate_sim_storage_read_tokens_total":
         "Prompt tokens whose KV was read from chunk files in the storage tier.",
     "kvgate_sim_storage_read_bytes_total": "Bytes read from chunk files in the storage tier.",
+    "kvgate_sim_cpu_hit_tokens_total": "Prompt tokens whose KV was in the CPU (DRAM) tier.",
     "kvgate_sim_recomputed_tokens_total": "Prompt tokens prefilled by computation.",
     "kvgate_sim_storage_write_bytes_total": "Bytes written to chunk files in the storage tier.",
 }

@@ -48,7 +48,7 @@ def working_set(kv_bytes: int, memory_bytes: int | None, cpu_tier_bytes: int | N
     if cpu_tier_bytes and cpu_tier_bytes >= kv_bytes:
         return Signal(kind=Kind.CONTROL, signal=name, value=kv_bytes, unit="bytes",
                       expected="CPU tier off or smaller than the working set",
-                      agreement=Agreement.INCONCLUSIVE,
+                      agreement=Agreement.INCONCLUSIVE, voids_probe=True,
                       note=f"the engine's CPU tier ({format_size(cpu_tier_bytes)}) can hold the "
                       f"whole working set ({format_size(kv_bytes)}): turn it off or make it "
                       "smaller than the working set, or enlarge the workload")

@@ -52,6 +52,11 @@ class Signal(BaseModel):
     # counters all carry a caveat passes only with a control (working set) agreeing too.
     caveat: str = ""
     rules_out_memory: bool = False  # a control that shows memory could not have served it
+    # A control showing that the probe, as configured, could not examine the storage at all
+    # (the engine's CPU tier holds the whole working set): inconclusive, it makes the chain
+    # INCONCLUSIVE even where the engine's counters then disagree — they judge the setup,
+    # not the storage.
+    voids_probe: bool = False
     note: str = ""
 
     def line(self) -> str:
@@ -88,6 +93,11 @@ def judge_chain(signals: list[Signal]) -> ChainVerdict:
         return ChainVerdict(outcome=Outcome.ERROR, reason="ERROR: " + "; ".join(
             f"{s.signal}: {s.note or s.expected}" for s in broken))
     against = [s for s in signals if s.agreement is Agreement.DISAGREES]
+    void = [s for s in signals if s.voids_probe and s.agreement is Agreement.INCONCLUSIVE]
+    if void:
+        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: " + "; ".join(
+            f"{s.signal}: {s.note or s.expected}" for s in void) + "".join(
+            f"; so {s.signal} disagrees without judging the storage" for s in against))
     if against:
         return ChainVerdict(outcome=Outcome.FAIL, reason="; ".join(
             f"{s.signal} disagrees: {s.line()}" for s in against))

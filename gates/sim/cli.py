@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -21,7 +22,7 @@ from .model import PROFILES, FaultConfig, Profile, get_profile
 from .server import serve
 
 __all__ = ["SERVE_HELP", "add_serve_options", "bandwidth", "build_parser", "main",
-           "paced_profile", "serve_command", "serve_examples"]
+           "paced_profile", "serve_command", "serve_examples", "size", "tiered_profile"]
 
 SERVE_HELP = "serve the simulator on loopback"
 
@@ -31,6 +32,7 @@ _EXAMPLES = """examples:
   {cmd} --profile tiny --port 8001     (no --kv-dir: no KV tier, every prompt recomputed)
   {cmd} --kv-dir /tmp/kv --read-limit 20MB/s --faults '{{"error_every": 10}}'
   {cmd} --kv-dir /tmp/kv --prefill-tokens-per-s 2000     (a slower GPU: recompute costs more)
+  {cmd} --kv-dir /tmp/kv --gpu-cache 12MiB --cpu-tier 24MiB     (a DRAM tier in front)
 """
 
 # Bandwidth units as gates.core.units reads them (kept equal by tests/test_sim_standalone.py):
@@ -40,6 +42,13 @@ _BYTES = {"b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
           "kib/s": 1024.0, "mib/s": 1024.0**2, "gib/s": 1024.0**3, "tib/s": 1024.0**4}
 _BITS = {"kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
          "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8}
+# Sizes as gates.core.units reads them (SIZE_UNITS; kept equal by tests/test_sim_standalone.py);
+# a plain number is bytes, as kvgate's {gpu_cache} and {cpu_tier} placeholders write them.
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)")
+_SIZES = {"": 1, "b": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024**2, "mib": 1024**2,
+          "mb": 1000**2, "g": 1024**3, "gib": 1024**3, "gb": 1000**3, "t": 1024**4,
+          "tib": 1024**4, "tb": 1000**4}
+MAX_CACHE = 1024**4  # a simulated cache of more than 1 TiB of digests is no test machine's
 
 
 def serve_examples(command: str) -> str:
@@ -68,6 +77,20 @@ def bandwidth(text: str) -> float:
     if not math.isfinite(result):
         raise ValueError(f"{text!r} is too large for a bandwidth")
     return result
+
+
+def size(text: str) -> int:
+    """Bytes from "12MiB", "24 MB" or "1048576", for --gpu-cache and --cpu-tier."""
+    match = _SIZE.fullmatch(text.strip())
+    factor = _SIZES.get(match.group(2).lower()) if match else None
+    if factor is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: write bytes or a size with "
+                                         "its unit, e.g. 12MiB (B, KiB, MiB, GiB, KB, MB, GB)")
+    value = round(Decimal(match.group(1)) * factor)
+    if value > MAX_CACHE:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than the 1 TiB a simulated cache "
+                                         "may hold")
+    return value
 
 
 def port(text: str) -> int:
@@ -106,6 +129,13 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefill-tokens-per-s", type=rate, default=None, metavar="N",
                         help="prefill speed instead of the profile's, e.g. 2000 (a slower "
                              "GPU: recomputing a prompt takes long beside restoring its KV)")
+    parser.add_argument("--gpu-cache", type=size, default=None, metavar="SIZE",
+                        help="the GPU prefix cache instead of the profile's, e.g. 12MiB "
+                             "(whole chunks; 0 = none)")
+    parser.add_argument("--cpu-tier", type=size, default=0, metavar="SIZE",
+                        help="a CPU (DRAM) KV tier between the GPU cache and the storage, "
+                             "e.g. 24MiB (whole chunks; default 0 = none); its hits count as "
+                             "kvgate_sim_cpu_hit_tokens_total")
 
 
 def build_parser(prog: str = "python -m gates.sim") -> argparse.ArgumentParser:
@@ -127,13 +157,23 @@ def paced_profile(name: str, prefill_tokens_per_s: float | None) -> Profile:
                                   | {"prefill_tokens_per_s": prefill_tokens_per_s})
 
 
+def tiered_profile(profile: Profile, gpu_cache: int | None, cpu_tier: int) -> Profile:
+    """The profile with its GPU cache (None: the profile's) and CPU tier set in bytes, each
+    rounded down to whole chunks."""
+    caches = {"cpu_tier_chunks": cpu_tier // profile.chunk_bytes}
+    if gpu_cache is not None:
+        caches["gpu_cache_chunks"] = gpu_cache // profile.chunk_bytes
+    return Profile.model_validate(profile.model_dump() | caches)
+
+
 def serve_command(args: argparse.Namespace, name: str = "sim serve") -> int:
     """Run the simulator the parsed options describe until Ctrl-C; 2 if they are bad."""
     try:
         faults = FaultConfig.model_validate_json(args.faults) if args.faults else FaultConfig()
         if args.read_limit:
             faults.read_bytes_per_s = bandwidth(args.read_limit)
-        profile = paced_profile(args.profile, args.prefill_tokens_per_s)
+        profile = tiered_profile(paced_profile(args.profile, args.prefill_tokens_per_s),
+                                 args.gpu_cache, args.cpu_tier)
     except (ValidationError, ValueError) as exc:  # ValidationError first: it is a ValueError
         print(f"{name}: bad --faults or --read-limit or --prefill-tokens-per-s: {exc}",
               file=sys.stderr)

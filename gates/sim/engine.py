@@ -55,6 +55,7 @@ class Counters:
     prompt_tokens: int = 0
     generation_tokens: int = 0
     gpu_hit_tokens: int = 0
+    cpu_hit_tokens: int = 0
     storage_read_tokens: int = 0
     recomputed_tokens: int = 0
 
@@ -66,11 +67,13 @@ class Prefilled:
     gpu_tokens: int
     storage_tokens: int
     recompute_tokens: int
+    cpu_tokens: int = 0
     digests: list[bytes] = field(default_factory=list)
 
 
 class Engine:
-    """The simulated engine: GPU cache, tier, one compute resource, a decode batch, faults.
+    """The simulated engine: GPU cache, CPU tier, storage tier, one compute resource, a decode
+    batch, faults.
 
     Simplification: one request's prefill does not slow the others' decode steps.
     """
@@ -79,6 +82,9 @@ class Engine:
                  clock: Clock):
         self.profile, self.tier, self.clock = profile, tier, clock
         self.gpu = LruCache(profile.gpu_cache_chunks)
+        # Emptied by nothing but its own LRU: POST /reset_prefix_cache empties the GPU cache
+        # only, as vLLM's leaves a connector's CPU tier alone.
+        self.cpu = LruCache(profile.cpu_tier_chunks)
         self.counters = Counters()
         self.root = root_hash(profile.model_id)
         self.compute = asyncio.Lock()  # FIFO: concurrent prefills take turns
@@ -95,16 +101,21 @@ class Engine:
             self.tier.throttle.bytes_per_s = faults.read_bytes_per_s
 
     async def prefill(self, ids: list[int]) -> Prefilled:
-        """GPU hits are free, tier chunks are really read, the rest is computed and stored."""
+        """GPU and CPU-tier hits are free, tier chunks are really read, the rest is computed
+        and stored."""
         p, tier = self.profile, self.tier
         hashes = chunk_hashes(ids, p.chunk_tokens, self.root)
         plan = plan_prefill(len(ids), hashes, p.chunk_tokens, self.gpu.__contains__,
-                            (lambda h: h in tier) if tier is not None else (lambda h: False))
-        # Take the GPU digests now: another request may evict these chunks meanwhile.
+                            (lambda h: h in tier) if tier is not None else (lambda h: False),
+                            self.cpu.__contains__)
+        # Take the cached digests now: another request may evict these chunks meanwhile.
         digests = [self.gpu.get(h) or b"" for h in hashes[:plan.gpu_chunks]]
+        memory = plan.gpu_chunks + plan.cpu_chunks
+        digests += [self.cpu.get(h) or b"" for h in hashes[plan.gpu_chunks:memory]]
         self.counters.prompt_tokens += len(ids)
         self.counters.gpu_hit_tokens += plan.gpu_tokens
-        stored = hashes[plan.gpu_chunks:plan.gpu_chunks + plan.storage_chunks]
+        self.counters.cpu_hit_tokens += plan.cpu_tokens
+        stored = hashes[memory:memory + plan.storage_chunks]
         if stored:
             got = await tier.read_chunks(stored, kv_digest, return_exceptions=True)
             # A chunk that could not be read (deleted under us, I/O error) ends the prefix
@@ -130,7 +141,9 @@ class Engine:
                 tier.write_later(h)
         for h, d in zip(hashes, digests, strict=True):
             self.gpu.put(h, d)
-        return Prefilled(plan.gpu_tokens, plan.storage_tokens, plan.recompute_tokens, digests)
+            self.cpu.put(h, d)
+        return Prefilled(plan.gpu_tokens, plan.storage_tokens, plan.recompute_tokens,
+                         plan.cpu_tokens, digests)
 
     async def paced(self, count: int, stall_at: int | None,
                     stall_s: float) -> AsyncIterator[tuple[int, int]]:

@@ -35,6 +35,10 @@ class Profile(BaseModel):
     decode_base_ms: float = Field(gt=0)  # per output token with one request decoding
     decode_alpha: float = Field(ge=0)  # slowdown per extra request in the decode batch
     gpu_cache_chunks: int = Field(ge=0)  # LRU "GPU" prefix cache, in chunks
+    # An LRU DRAM tier between the GPU cache and the storage (LMCache's local CPU backend,
+    # SGLang's host pool), in chunks; 0 = none. It holds every chunk the engine computed or
+    # restored (inclusive, write-through: the storage still gets every chunk).
+    cpu_tier_chunks: int = Field(default=0, ge=0)
     readers: int = Field(default=4, ge=1)  # parallel storage-tier readers
     max_model_len: int = Field(gt=0)
     vocab_size: int = Field(gt=1)
@@ -182,6 +186,7 @@ class PrefillPlan(BaseModel):
 
     chunk_tokens: int
     gpu_chunks: int = 0
+    cpu_chunks: int = 0
     storage_chunks: int = 0
     compute_chunks: int = 0
     tail_tokens: int = 0  # the partial last chunk: always recomputed, never stored
@@ -190,6 +195,11 @@ class PrefillPlan(BaseModel):
     def gpu_tokens(self) -> int:
         """Prompt tokens served by the GPU cache."""
         return self.gpu_chunks * self.chunk_tokens
+
+    @property
+    def cpu_tokens(self) -> int:
+        """Prompt tokens served by the CPU (DRAM) tier."""
+        return self.cpu_chunks * self.chunk_tokens
 
     @property
     def storage_tokens(self) -> int:
@@ -203,21 +213,27 @@ class PrefillPlan(BaseModel):
 
 
 def plan_prefill(n_tokens: int, hashes: Sequence[bytes], chunk_tokens: int,
-                 in_gpu: Callable[[bytes], bool],
-                 in_tier: Callable[[bytes], bool]) -> PrefillPlan:
-    """GPU hits up to the first GPU miss, then tier hits up to the first tier miss, then compute.
+                 in_gpu: Callable[[bytes], bool], in_tier: Callable[[bytes], bool],
+                 in_cpu: Callable[[bytes], bool] = lambda h: False) -> PrefillPlan:
+    """GPU hits up to the first GPU miss, then CPU-tier hits up to the first CPU-tier miss,
+    then storage hits up to the first storage miss, then compute.
 
     Prefix semantics as in vLLM + a KV connector: a chunk after a miss is never reused.
     """
-    gpu = 0
-    while gpu < len(hashes) and in_gpu(hashes[gpu]):
-        gpu += 1
-    storage = gpu
-    while storage < len(hashes) and in_tier(hashes[storage]):
-        storage += 1
-    return PrefillPlan(chunk_tokens=chunk_tokens, gpu_chunks=gpu, storage_chunks=storage - gpu,
-                       compute_chunks=len(hashes) - storage,
+    gpu = _run(hashes, 0, in_gpu)
+    cpu = _run(hashes, gpu, in_cpu)
+    storage = _run(hashes, cpu, in_tier)
+    return PrefillPlan(chunk_tokens=chunk_tokens, gpu_chunks=gpu, cpu_chunks=cpu - gpu,
+                       storage_chunks=storage - cpu, compute_chunks=len(hashes) - storage,
                        tail_tokens=n_tokens - len(hashes) * chunk_tokens)
+
+
+def _run(hashes: Sequence[bytes], start: int, found: Callable[[bytes], bool]) -> int:
+    """The index of the first chunk from start on that is not found."""
+    end = start
+    while end < len(hashes) and found(hashes[end]):
+        end += 1
+    return end
 
 
 def prefill_seconds(profile: Profile, tokens: int) -> float:

@@ -83,6 +83,8 @@ _METRICS: list[tuple[str, str, str, Callable[[Engine], int]]] = [
      lambda e: e.counters.storage_read_tokens),
     ("kvgate_sim_gpu_hit_tokens_total", "counter",
      "Prompt tokens whose KV was in the GPU prefix cache.", lambda e: e.counters.gpu_hit_tokens),
+    ("kvgate_sim_cpu_hit_tokens_total", "counter",
+     "Prompt tokens whose KV was in the CPU (DRAM) tier.", lambda e: e.counters.cpu_hit_tokens),
     ("kvgate_sim_recomputed_tokens_total", "counter",
      "Prompt tokens prefilled on the compute resource.", lambda e: e.counters.recomputed_tokens),
     ("kvgate_sim_storage_write_bytes_total", "counter", "KV bytes written to the storage tier.",
@@ -164,7 +166,7 @@ def info(engine: Engine) -> dict:
     tier = engine.tier
     return {"simulator": True, "note": NOTE, "model": engine.profile.model_id,
             "profile": engine.profile.model_dump(), "faults": engine.faults.model_dump(),
-            "gpu_cache_chunks": len(engine.gpu),
+            "gpu_cache_chunks": len(engine.gpu), "cpu_tier_chunks": len(engine.cpu),
             "tier": None if tier is None else {
                 "dir": str(tier.root), "chunks": len(tier), "direct_io": tier.direct_io,
                 "io_note": tier.io_note, "readers": tier.readers,
@@ -215,8 +217,11 @@ def serve(profile: str | Profile, kv_dir: Path | None, host: str = "127.0.0.1", 
     about = info(app[ENGINE])
     tier = about["tier"]
     # The arm's log is evidence: it says how fast this engine was made to prefill.
+    chunk = about["profile"]["chunk_tokens"] * about["profile"]["kv_bytes_per_token"]
     print_fn(f"{NOTE}\nmodel {about['model']} (prefill "
-             f"{about['profile']['prefill_tokens_per_s']:g} tokens/s); "
+             f"{about['profile']['prefill_tokens_per_s']:g} tokens/s; GPU cache "
+             f"{about['profile']['gpu_cache_chunks'] * chunk:,} B, CPU tier "
+             f"{about['profile']['cpu_tier_chunks'] * chunk:,} B); "
              + ("no storage tier (recompute arm)" if tier is None else
                 f"KV tier {tier['dir']} ({tier['chunks']} chunks, "
                 f"{'O_DIRECT' if tier['direct_io'] else tier['io_note']}, "

@@ -86,7 +86,8 @@ def _abort(request: web.Request) -> None:
 def _usage(prompt_tokens: int, completion_tokens: int, pre: Prefilled) -> dict:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": pre.gpu_tokens + pre.storage_tokens}}
+            "prompt_tokens_details": {"cached_tokens": pre.gpu_tokens + pre.cpu_tokens
+                                                     + pre.storage_tokens}}
 
 
 async def respond(request: web.Request, engine: Engine, n: int, req: _Common, chat: bool,

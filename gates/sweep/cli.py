@@ -24,7 +24,7 @@ from ..report import SweepRecord, write_sweep
 from ..session import GateSession
 from ..storage import TargetError
 from ..store import Store, StoreError, utc_now
-from .run import context_bytes, plan_of, point_site, resume_problem, run_sweep
+from .run import chosen, context_bytes, plan_of, point_site, resume_problem, run_sweep
 from .store import SweepPlan, SweepStore
 
 EXAMPLES = """examples:
@@ -34,10 +34,11 @@ EXAMPLES = """examples:
   kvgate sweep --resume 20261205T130000Z-3f9a1c   continue a sweep that was stopped
 
 Each working set in site.toml [sweep] sizes is G3's cold-recovery probe (the same arms,
-eviction, page-cache drop and evidence chain) at [sweep] concurrency, in [sweep] pairs ABBA
-pairs of the baseline and candidate arms; a size's point is committed before the next starts.
-The page draws both gains against the working set with the memory tiers kvgate knows
-([sweep] gpu_cache, the candidate's cpu_tier, the host's memory), and says from which size up
+page-cache drop and evidence chain; [sweep] eviction, by default none: the working set itself
+evicts the GPU cache) at [sweep] concurrency, in [sweep] pairs ABBA pairs of the baseline and
+candidate arms; a size's point is committed before the next starts. The page draws both
+gains against the working set with the memory tiers kvgate knows (the candidate's gpu_cache
+and cpu_tier, or [sweep]'s, the host's memory), and says from which size up
 both gains clear G3's limits and the evidence chain proves storage reads. It has no verdict.
 
 exit codes: 0 every size measured, 1 a size that could not be measured (its reason on the
@@ -137,7 +138,7 @@ def sweep_command(args: argparse.Namespace, console: Console,
         console.print(f"sweep {plan.run_id}: {len(plan.sizes)} working sets "
                       f"({', '.join(format_size(s.working_set) for s in plan.sizes)}), "
                       f"{plan.pairs} ABBA pairs each at concurrency {plan.concurrency}, "
-                      f"engine {session.engine().engine}", highlight=False, markup=False)
+                      f"engine {chosen(session).engine}", highlight=False, markup=False)
         points = run_sweep(session, plan, sweeps,
                            lambda line: console.print(line, highlight=False, markup=False))
         record = sweep_record(session, plan, points)
@@ -153,7 +154,7 @@ def sweep_command(args: argparse.Namespace, console: Console,
 def sweep_record(session: GateSession, plan: SweepPlan,
                  points: dict[int, SweepPoint]) -> SweepRecord:
     """The record of the sweep as measured: its points in size order, tiers and findings."""
-    run = session.engine()
+    run = chosen(session)
     site = engine_site(session.site, run)
     workload = point_site(site, plan.sizes[0].contexts).workload
     ordered = [points[i] for i in sorted(points)]
@@ -171,7 +172,7 @@ def sweep_record(session: GateSession, plan: SweepPlan,
         thresholds_sha256=session.thresholds_file.sha256, concurrency=plan.concurrency,
         pairs=plan.pairs, context_bytes=plan.context_bytes, points=ordered,
         tiers=tiers(psutil.virtual_memory().total, candidate.cpu_tier if candidate else None,
-                    session.site.sweep.gpu_cache),
+                    candidate.gpu_cache if candidate else None),
         break_even=(b.working_set if (b := break_even(ordered)) else None),
         proof_from=(p.working_set if (p := proof_from(ordered)) else None),
         sizes_planned=len(plan.sizes), decision=session.thresholds.decision,

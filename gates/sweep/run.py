@@ -35,10 +35,30 @@ GATE = "sweep"  # names its logs and device references in the evidence, as a gat
 SECONDS_PER_CONTEXT = 0.5  # a guess for the progress bar's ETA; the bar corrects as runs finish
 
 
+def sweep_run(run: EngineRun, site: Site) -> EngineRun:
+    """The chosen engine as the sweep runs it: [sweep] eviction, and on the site's own arms
+    [sweep] gpu_cache and cpu_tier (an installed engine's arms are kvgate's: said, not set)."""
+    sweep = site.sweep
+    tiers = {k: v for k in ("gpu_cache", "cpu_tier") if (v := getattr(sweep, k)) is not None}
+    arms, said = run.arms, run.engine
+    if tiers and run.install is None:  # the site's model checked that its arms take them
+        arms = {name: arm.model_copy(update=tiers) for name, arm in arms.items()}
+    elif tiers:
+        said += (f"; [sweep] {' and '.join(tiers)} not applied: {run.tool}'s arms are "
+                 "kvgate's own")
+    return run.model_copy(update={"arms": arms, "engine": said,
+                                  "workload": run.workload | {"eviction": sweep.eviction}})
+
+
+def chosen(session: GateSession) -> EngineRun:
+    """The session's engine as the sweep runs it (sweep_run)."""
+    return sweep_run(session.engine(), session.site)
+
+
 def context_bytes(session: GateSession) -> int:
     """KV bytes of one context of the chosen engine's workload (ValueError, OSError: the
     model in [sizing] cannot be sized)."""
-    run = session.engine()
+    run = chosen(session)
     site = engine_site(session.site, run)
     return site.workload.context_tokens * kv_bytes_per_token(site, run)
 
@@ -50,13 +70,13 @@ def plan_of(session: GateSession, per_context: int) -> SweepPlan:
                      thresholds_file=str(session.thresholds_file.path),
                      sizes=sweep_sizes(sweep.sizes, sweep.concurrency, per_context),
                      pairs=sweep.pairs, concurrency=sweep.concurrency,
-                     context_bytes=per_context, engine=session.engine().engine)
+                     context_bytes=per_context, engine=chosen(session).engine)
 
 
 def resume_problem(session: GateSession, plan: SweepPlan, per_context: int) -> str:
     """Why this run cannot go on measuring the plan ("" if it can): the points would not be
     of one engine and one workload."""
-    engine = session.engine().engine
+    engine = chosen(session).engine
     if plan.engine and engine != plan.engine:
         return (f"sweep {plan.run_id} began on {plan.engine}; this machine now chooses "
                 f"{engine} ([engine] prefer and what is installed): its points would not be of "
@@ -140,7 +160,7 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
 def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
               say: Callable[[str], None]) -> dict[int, SweepPoint]:
     """Every size of the plan that has no point yet, each committed as it finishes."""
-    run = session.engine()
+    run = chosen(session)
     g1 = session.store.latest_record("g1", session.site.site.name)
     proofs = proof_context(session.site, run, session.thresholds, g1[0] if g1 else None)
     done = sweeps.points(plan.run_id)

@@ -133,7 +133,9 @@ def vllm_arms(install: VllmInstall, choice: VllmChoice, target: Path) -> dict[st
     cores = list(range(choice.threads)) if choice.threads else []
     common = dict(kind="launch", engine="vllm", model=SERVED_NAME, env=_env(install, choice),
                   startup_timeout=choice.startup_timeout, stop_timeout=20.0,
-                  fresh_each_repetition=False, cpus=cores)
+                  fresh_each_repetition=False, cpus=cores,
+                  # Its KV cache in memory (VLLM_CPU_KVCACHE_SPACE): the CPU build's "GPU" cache.
+                  gpu_cache=choice.kv_cache_gib * 1024**3)
     return {"baseline": Arm(**common, command=server_command(install, choice, tier=False)),
             "candidate": Arm(**common, command=server_command(install, choice, tier=True),
                              kv_dir=target / CANDIDATE_DIR),
