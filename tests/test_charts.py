@@ -104,7 +104,11 @@ def test_the_working_set_chart_marks_limits_tiers_and_unproven_points():
              WorkingSetPoint(working_set=2**26)],  # a point without figures is left out
             25.0, 29.0, {"GPU KV cache": 2**21, "host memory (page cache)": 2**34})
     svg = chart(first_proven=False)
-    assert svg.startswith("<svg")
+    assert svg.startswith("<svg") and "KV model prediction" not in svg
+    forecast = working_set_chart([WorkingSetPoint(working_set=2**24, ttft_reduction=band,
+                                                  throughput_gain=band, proven=True)],
+                                 25.0, 29.0, {}, [(2**20, 0.0), (2**24, 75.0)])
+    assert "KV model prediction" in forecast and "measured (median pair)" in forecast
     for text in ("TTFT p50 reduction", "Output-throughput gain", "G3 limit 25 %",
                  "G3 limit 29 %", "GPU KV cache (2 MiB)", "host memory (page cache) (16 GiB)"):
         assert text in svg, text

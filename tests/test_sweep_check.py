@@ -8,11 +8,13 @@ import pytest
 
 from gates.core import Decision, G3Limits
 from gates.inference import SweepPoint, sweep_figure
+from gates.model import Tier, sweep_forecast
 from gates.report import SweepRecord, examine, write_sweep
 from gates.report.sweep_check import sweep_digest
 from gates.store import sha256_file
 
 RUN = "20261205T120000Z-abcdef"
+CPU = Tier(name="CPU tier", bytes=12000, source="test", kind="cpu")
 
 
 def point(size, base, cand, proof="PASS"):
@@ -40,6 +42,8 @@ def written(tmp_path) -> Path:
                          thresholds_revision="r", thresholds_sha256="t", concurrency=8,
                          pairs=3, context_bytes=1000, points=points, break_even=17000,
                          proof_from=17000, sizes_planned=2,
+                         forecast=sweep_forecast([9000, 17000], [CPU], (10e6, "site"),
+                                                 (40e6, "G1")),
                          evidence={"evidence/sweep-arm.log":
                                    sha256_file(evidence / "sweep-arm.log")})
     return write_sweep(tmp_path, record, signer=None)["json"].parent
@@ -64,6 +68,15 @@ def test_a_gain_raised_and_rehashed_is_named(written):
     assert any("its point at 9,000 B states a ttft_reduction its pairs do not give" in p
                for p in problems), problems
     assert any("does not match sweep.html" in p for p in problems)  # the page shows the old
+
+
+def test_the_forecast_is_drawn_and_tabled_and_an_edited_one_is_named(written):
+    html = (written / "sweep.html").read_text()
+    assert "KV model prediction" in html and "The dashed line is the KV bandwidth model" in html
+    assert "75.0 %, ≤ +300 %" in html and "CPU tier" in html  # 1 - 10/40; 40/10 - 1
+    edit(written, lambda b: b["forecast"]["points"][1].update(ttft_reduction=90.0))
+    assert "sweep.json: its KV-model forecast is not what the model gives for the bandwidths "\
+        "and tiers it states" in examine(written).problems
 
 
 def test_a_break_even_moved_is_named(written):

@@ -129,6 +129,8 @@ def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     assert [(t.name, t.bytes) for t in r.tiers[:2]] == [("GPU KV cache", 896 * KiB),
                                                         ("CPU tier", 1536 * KiB)]
     assert r.tiers[2].name == "host memory (page cache)"
+    # no G1 ran in this world: no candidate bandwidth for the KV model, and the page says so
+    assert r.forecast is None and any("no G1 record of this site" in n for n in r.notes)
     # the page and its JSON carry their own hashes; the terminal says where they are
     body = json.loads((folder / "sweep.json").read_text())
     assert body[SWEEP_HASH_KEY] == json.loads(self_hashed(r, SWEEP_HASH_KEY))[SWEEP_HASH_KEY]
@@ -144,6 +146,17 @@ def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     public = (world / "signing.env").read_text().split()[1]
     checked = subprocess.run([sys.executable, "-m", "gates.cli", "verify", "--key", public,
                               str(folder)], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "every evidence file they list" in checked.stdout
+    # a sweep bundles as a run does: its folder and its run's evidence, verified as a bundle
+    packed = subprocess.run([sys.executable, "-m", "gates.cli", "bundle", "--out",
+                             str(world / "out"), folder.name], capture_output=True, text=True,
+                            timeout=120)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    archive = world / "out" / f"{folder.name}.bundle.tar.gz"
+    assert f"run(s) {r.run_id}, {folder.name}" in packed.stdout
+    checked = subprocess.run([sys.executable, "-m", "gates.cli", "verify", "--key", public,
+                              str(archive)], capture_output=True, text=True, timeout=120)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "every evidence file they list" in checked.stdout
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.model import space_needed, sweep_sizes, tiers
+from gates.model import Tier, space_needed, sweep_forecast, sweep_sizes, tiers
 from gates.model.workingset import fewest_contexts
 
 MiB = 1024**2
@@ -68,3 +68,16 @@ def test_tiers_are_the_known_ones_smallest_first():
                                                   ("host memory (page cache)", 24 * 1024 * MiB)]
     assert [t.source for t in tiers(None, 8 * MiB)] == [
         "the candidate arm's cpu_tier ([sweep] cpu_tier where set)"]
+
+
+def test_the_forecast_gives_no_gain_where_memory_holds_the_set_and_the_ratio_beyond():
+    gpu = Tier(name="GPU KV cache", bytes=12 * MiB, source="t", kind="gpu")
+    cpu = Tier(name="CPU tier", bytes=24 * MiB, source="t", kind="cpu")
+    f = sweep_forecast([10 * MiB, 22 * MiB, 42 * MiB], [cpu, gpu], (10e6, "[sizing] baseline_bw"),
+                       (1e9, "G1's KV-restore bandwidth"))
+    assert [(p.served_by, p.ttft_reduction) for p in f.points] == [
+        ("GPU KV cache", 0.0), ("CPU tier", 0.0), ("storage", pytest.approx(99.0))]
+    assert f.points[2].throughput_gain == pytest.approx(9900.0)  # an upper bound: no decode
+    assert f.assumptions[0] == "baseline 10 MB/s ([sizing] baseline_bw), candidate 1 GB/s " \
+        "(G1's KV-restore bandwidth)"
+    assert any("upper bound" in a for a in f.assumptions)

@@ -58,7 +58,8 @@ def working_set_chart(points: list[WorkingSetPoint], reduction_limit: float,
     """TTFT p50 reduction and throughput gain against the working set, one panel each.
 
     A filled marker is a point whose evidence chain proved storage reads, a hollow one a point
-    where it could not (memory could hold the working set, or a signal disagreed).
+    where it could not (memory could hold the working set, or a signal disagreed); predicted:
+    the KV model's TTFT reduction at each working set, dashed on the top panel.
     """
     from matplotlib.figure import Figure  # at draw time: see charts.figure()
 
@@ -67,6 +68,10 @@ def working_set_chart(points: list[WorkingSetPoint], reduction_limit: float,
     _panel(top, points, "ttft_reduction", reduction_limit, "TTFT p50 reduction", tiers,
            predicted or [])
     _panel(bottom, points, "throughput_gain", gain_limit, "Output-throughput gain", tiers, [])
-    _legend_below(bottom)
+    # One legend for both panels: the forecast is drawn on the top one only (its throughput
+    # gain is an unbounded upper bound that would flatten the measured line).
+    handles = dict(zip(*reversed(bottom.get_legend_handles_labels()), strict=True))
+    handles.update(zip(*reversed(top.get_legend_handles_labels()), strict=True))
+    _legend_below(bottom, handles=list(handles.values()), labels=list(handles))
     fig.tight_layout()
     return to_svg(fig)

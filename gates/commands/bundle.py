@@ -15,6 +15,7 @@ from ..store import (
     DB_NAME,
     MANIFEST,
     SUFFIX,
+    SWEEP_JSON,
     BundleError,
     Store,
     StoreError,
@@ -27,6 +28,7 @@ EXAMPLES = """examples:
   kvgate bundle 20261129T170000Z-3f9a1c --out /data/kvgate-reports -o site-a.tar.gz
   kvgate verify reports/20261129T170000Z-3f9a1c.bundle.tar.gz
   kvgate bundle compare-20261206T090000Z-aaaaaa-bbbbbb      a comparison and every run it cites
+  kvgate bundle sweep-20261205T130000Z-3f9a1c               a sweep's page and its evidence
 
 exit codes: 0 written, 2 unknown run, a run with no gate record yet (killed before its first
 gate finished, or still running), missing folder, an unreadable store or an existing output
@@ -40,7 +42,7 @@ def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     bundle.add_argument("run_id", type=run_id, metavar="RUN_ID",
                         help="the run to bundle, e.g. 20261129T170000Z-3f9a1c, or a "
-                        "comparison's folder name (compare-…)")
+                        "comparison's or a sweep's folder name (compare-…, sweep-…)")
     bundle.add_argument("--out", type=folder, default=Path("reports"),
                         help="folder of the store and the run folders (default: ./reports)")
     bundle.add_argument("-o", "--output", type=output_file, default=None, metavar="FILE",
@@ -53,8 +55,9 @@ def _known_run(out: Path, run_id: str) -> str:
     db = out / DB_NAME
     if not db.is_file():
         return f"no kvgate store at {db}: give the folder of your reports with --out"
-    if (out / check_run_id(run_id) / COMPARISON_JSON).is_file():
-        return ""  # a comparison's folder (kvgate compare), which cites runs the store holds
+    if any((out / check_run_id(run_id) / name).is_file() for name in (COMPARISON_JSON,
+                                                                        SWEEP_JSON)):
+        return ""  # a comparison's or a sweep's folder, which cites runs the store holds
     with Store.reading(out) as store:  # bundling writes nothing to the store (a read-only mount)
         if store.run(check_run_id(run_id)) is None:
             return f"run {run_id} is not in the store {db}"

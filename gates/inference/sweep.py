@@ -62,6 +62,16 @@ class SweepPoint(BaseModel):
         """The evidence chain shows the KV came from the storage at this working set."""
         return self.proof == Outcome.PASS.value
 
+    @property
+    def proof_word(self) -> str:
+        """The proof as one word for the terminal and the page: storage read, INCONCLUSIVE,
+        ERROR or FAIL (a signal disagreed)."""
+        if self.proven:
+            return "storage read"
+        if self.proof == Outcome.ERROR.value:
+            return "INCONCLUSIVE" if self.proof_note.startswith("INCONCLUSIVE") else "ERROR"
+        return self.proof or "not judged"
+
 
 def sweep_plan(pairs: int, decision: Decision) -> LookPlan:
     """One look at all the pairs, at the widest interval they allow (rank 1 at few pairs)."""

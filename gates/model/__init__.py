@@ -35,7 +35,15 @@ from .kv import (
 )
 from .ranking import Estimate, Ranked, rank_by_interval, ranking_lines, wrong_order_risk
 from .spec import CATALOGUE, ModelError
-from .workingset import SweepSize, Tier, space_needed, sweep_sizes, tiers
+from .workingset import (
+    SweepForecast,
+    SweepSize,
+    Tier,
+    space_needed,
+    sweep_forecast,
+    sweep_sizes,
+    tiers,
+)
 
 __all__ = [
     "ArrayOption",
@@ -53,6 +61,7 @@ __all__ = [
     "SEED_BASELINE_BPS",
     "SEED_BASELINE_LABEL",
     "SHIPPED_CATALOG",
+    "SweepForecast",
     "SweepSize",
     "Tier",
     "chunking",
@@ -73,6 +82,7 @@ __all__ = [
     "recompute_time",
     "size_workload",
     "space_needed",
+    "sweep_forecast",
     "sweep_sizes",
     "tiers",
     "wrong_order_risk",

@@ -1,4 +1,5 @@
-"""A working-set sweep's sizes as workloads, and the memory tiers drawn beside them. Pure.
+"""A working-set sweep's sizes as workloads, the memory tiers drawn beside them, and what the
+KV bandwidth model forecasts at each size. Pure.
 
 A point's working set is the KV of its contexts: contexts x context_tokens x KV bytes per
 token. The context stays the workload's; the sweep sets how many there are. A point has at
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from ..core import format_size
+from .bandwidth import fmt_rate, predict
 
 DEFAULT_STEPS = (1, 2, 4, 8, 16)  # the default series: multiples of the smallest working set
 
@@ -32,6 +34,7 @@ class Tier(BaseModel):
     name: str
     bytes: int
     source: str  # where kvgate read the size
+    kind: str = ""  # "gpu", "cpu" or "host" (the page cache, dropped before every probe)
 
 
 def fewest_contexts(concurrency: int) -> int:
@@ -84,12 +87,63 @@ def space_needed(sizes: Sequence[SweepSize]) -> int:
 def tiers(memory_bytes: int | None, cpu_tier: int | None,
           gpu_cache: int | None = None) -> list[Tier]:
     """The memories known to kvgate that a working set could hide in, smallest first."""
-    found = [Tier(name="GPU KV cache", bytes=gpu_cache,
+    found = [Tier(name="GPU KV cache", bytes=gpu_cache, kind="gpu",
                   source="the candidate arm's gpu_cache ([sweep] gpu_cache where set)")
              if gpu_cache else None,
-             Tier(name="CPU tier", bytes=cpu_tier,
+             Tier(name="CPU tier", bytes=cpu_tier, kind="cpu",
                   source="the candidate arm's cpu_tier ([sweep] cpu_tier where set)")
              if cpu_tier else None,
-             Tier(name="host memory (page cache)", bytes=memory_bytes, source="psutil")
+             Tier(name="host memory (page cache)", bytes=memory_bytes, source="psutil",
+                  kind="host")
              if memory_bytes else None]
     return sorted((t for t in found if t is not None), key=lambda t: t.bytes)
+
+
+class ForecastPoint(BaseModel):
+    """What the bandwidth model says one working set should show."""
+
+    working_set: int  # bytes
+    served_by: str  # the memory tier that holds it on both arms, or "storage"
+    ttft_reduction: float  # %
+    throughput_gain: float  # %: an upper bound (the model counts no decode time)
+
+
+class SweepForecast(BaseModel):
+    """The KV model's line beside the sweep's measured one, and what it stands on."""
+
+    baseline_bps: float  # the baseline arm's KV read bandwidth
+    baseline_source: str
+    candidate_bps: float  # the candidate's: G1's KV-restore bandwidth
+    candidate_source: str
+    memories: list[Tier]  # the tiers that serve both arms' probes where they hold the set
+    points: list[ForecastPoint]
+    assumptions: list[str]
+
+
+def sweep_forecast(sizes: Sequence[int], memories: Sequence[Tier], baseline: tuple[float, str],
+                   candidate: tuple[float, str]) -> SweepForecast:
+    """The bandwidth model at each working set: no gain where a memory tier that serves the
+    probes on both arms (``memories``) holds it; else the ideal restore-time ratio
+    (gates.model.predict) of the two bandwidths, (bytes/s, where it was read) each."""
+    points = []
+    for size in sizes:
+        held = next((t for t in sorted(memories, key=lambda t: t.bytes) if t.bytes >= size),
+                    None)
+        if held is not None:
+            points.append(ForecastPoint(working_set=size, served_by=held.name,
+                                        ttft_reduction=0.0, throughput_gain=0.0))
+            continue
+        p = predict(size, candidate[0], baseline_bps=baseline[0])
+        points.append(ForecastPoint(working_set=size, served_by="storage",
+                                    ttft_reduction=100 * (p.ttft_reduction or 0.0),
+                                    throughput_gain=100 * (p.throughput_gain or 0.0)))
+    said = [f"{t.name} ({format_size(t.bytes)}) serves both arms' probes where it holds the "
+            "working set: no gain there" for t in memories]
+    return SweepForecast(
+        baseline_bps=baseline[0], baseline_source=baseline[1], candidate_bps=candidate[0],
+        candidate_source=candidate[1], memories=list(memories), points=points, assumptions=[
+            f"baseline {fmt_rate(baseline[0])} ({baseline[1]}), candidate "
+            f"{fmt_rate(candidate[0])} ({candidate[1]})", *said,
+            "beyond them every probe restores its whole context at the arm's bandwidth, "
+            "nothing else in TTFT (ideal: the reduction is an upper bound), no decode time "
+            "(the throughput gain is an upper bound)"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..store import COMPARISON_JSON
+from ..store import COMPARISON_JSON, SWEEP_JSON
 from .trust import rel as _name
 
 _RECORD_NAME = re.compile(r"g[1-4]\.json")
@@ -24,7 +24,7 @@ KNOWN = {f.format(gate=f"g{n}") for f in GATE_FILES for n in range(1, 5)} | set(
 COMPARISON_HTML = "comparison.html"
 COMPARISON_FILES = (COMPARISON_JSON, COMPARISON_JSON + ".sig", COMPARISON_HTML)
 # What `kvgate sweep` writes into its own folder (sweep-<run>/ in the reports folder).
-SWEEP_JSON, SWEEP_HTML = "sweep.json", "sweep.html"
+SWEEP_HTML = "sweep.html"
 SWEEP_FILES = (SWEEP_JSON, SWEEP_JSON + ".sig", SWEEP_HTML)
 
 

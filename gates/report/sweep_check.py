@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..core import G3Limits, json_digest
 from ..inference import break_even, proof_from, sweep_figure
+from ..model import sweep_forecast
 from ..store import sha256_file
 from .citing import read_json
 from .layout import SWEEP_FILES, SWEEP_HTML, SWEEP_JSON
@@ -64,6 +65,11 @@ def sweep_findings(body: dict) -> list[str]:
     except ValueError as exc:
         return [f"not a kvgate sweep ({str(exc).splitlines()[0]})"]
     out = _points(r)
+    if r.forecast and r.forecast.points != sweep_forecast(
+            [p.working_set for p in r.forecast.points], r.forecast.memories,
+            (r.forecast.baseline_bps, ""), (r.forecast.candidate_bps, "")).points:
+        out.append("its KV-model forecast is not what the model gives for the bandwidths and "
+                   "tiers it states")
     for what, stated, found in (("break-even", r.break_even, break_even(r.points)),
                                 ("proof-from", r.proof_from, proof_from(r.points))):
         if stated != (found.working_set if found else None):

@@ -19,7 +19,7 @@ from .. import __version__
 from ..charts import GainBand, WorkingSetPoint, working_set_chart
 from ..core import Decision, format_size
 from ..inference import SweepPoint
-from ..model import Tier
+from ..model import SweepForecast, Tier
 from ..store import write_new
 from .comparison_page import with_signer
 from .layout import SWEEP_HTML, SWEEP_JSON
@@ -50,6 +50,7 @@ class SweepRecord(BaseModel):
     tiers: list[Tier] = []
     break_even: int | None = None  # bytes: from here up every point clears both G3 limits
     proof_from: int | None = None  # bytes: from here up the chain proves storage reads
+    forecast: SweepForecast | None = None  # the KV model's line; None: notes say why not
     sizes_planned: int = 0
     decision: Decision = Decision()  # the rule that says whether a point clears (thresholds)
     evidence: dict[str, str] = {}  # the run's evidence files (run-relative) and their SHA-256
@@ -76,7 +77,10 @@ def sweep_chart(r: SweepRecord) -> str:
     first = next((p for p in r.points if p.ttft_reduction and p.throughput_gain), None)
     limits = ((first.ttft_reduction.limit, first.throughput_gain.limit)  # type: ignore[union-attr]
               if first else (0.0, 0.0))
-    return working_set_chart(points, limits[0], limits[1], {t.name: t.bytes for t in r.tiers})
+    predicted = [(p.working_set, p.ttft_reduction) for p in r.forecast.points] \
+        if r.forecast else None
+    return working_set_chart(points, limits[0], limits[1], {t.name: t.bytes for t in r.tiers},
+                             predicted)
 
 
 def sweep_json(r: SweepRecord) -> str:

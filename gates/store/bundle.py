@@ -21,6 +21,9 @@ MANIFEST = "MANIFEST.sha256"
 # What `kvgate compare` writes in its folder (reports/compare-…/), citing runs by id: a bundle of
 # a comparison holds it and every run it cites. gates.report.layout names it from here.
 COMPARISON_JSON = "comparison.json"
+# What `kvgate sweep` writes in its folder (reports/sweep-<run>/), naming its run, whose folder
+# holds the sweep's evidence: a bundle of a sweep holds both.
+SWEEP_JSON = "sweep.json"
 SUFFIX = ".bundle.tar.gz"
 # A bundle's JSON, HTML and logs gzip 5-20x (a demo's: 6x); a decompression bomb 1000x. Members
 # are refused past this many times the archive's size (and past the floor for small bundles),
@@ -34,16 +37,19 @@ class BundleError(Exception):
 
 
 def _cited_runs(folder: Path) -> list[str]:
-    """Runs the records and the summary in a run folder stand on, or a comparison cites."""
+    """Runs the records and the summary in a run folder stand on, a comparison cites, or
+    whose evidence a sweep lists."""
     cited = []
     for path in sorted(folder.glob("g[1-4].json")) + [folder / "summary.json",
-                                                        folder / COMPARISON_JSON]:
+                                                        folder / COMPARISON_JSON,
+                                                        folder / SWEEP_JSON]:
         try:
             body = json.loads(path.read_text()) if path.is_file() else {}
         except (OSError, ValueError) as exc:
             raise BundleError(f"{path}: unreadable ({exc})") from None
         links = [body.get("upstream") or {}] + list(body.get("chain") or []) + [
-            rec for col in body.get("columns") or [] for rec in col.get("records") or []]
+            rec for col in body.get("columns") or [] for rec in col.get("records") or []] + (
+            [body] if path.name == SWEEP_JSON else [])
         cited += [link["run_id"] for link in links if link.get("run_id")]
     return cited
 
@@ -130,7 +136,8 @@ def manifest_text(digests: dict[str, str]) -> str:
 
 def _recorded(folder: Path, run_id: str) -> None:
     """A run with no gate record yet has nothing a bundle could prove: say so, write none."""
-    if not any(folder.glob("g[1-4].json")) and not (folder / COMPARISON_JSON).is_file():
+    if not any(folder.glob("g[1-4].json")) and not any(
+            (folder / name).is_file() for name in (COMPARISON_JSON, SWEEP_JSON)):
         raise BundleError(f"run {run_id} has no gate record (no g1.json … g4.json in {folder}): "
                           "it stopped before its first gate finished (killed?), or it is still "
                           f"running (a soak: `kvgate soak status {run_id}`); there is nothing "

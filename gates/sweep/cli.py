@@ -24,6 +24,7 @@ from ..report import SweepRecord, write_sweep
 from ..session import GateSession
 from ..storage import TargetError
 from ..store import Store, StoreError, utc_now
+from .forecast import forecast
 from .run import chosen, context_bytes, plan_of, point_site, resume_problem, run_sweep
 from .store import SweepPlan, SweepStore
 
@@ -159,6 +160,9 @@ def sweep_record(session: GateSession, plan: SweepPlan,
     workload = point_site(site, plan.sizes[0].contexts).workload
     ordered = [points[i] for i in sorted(points)]
     candidate = site.arms.get("candidate")
+    found = tiers(psutil.virtual_memory().total, candidate.cpu_tier if candidate else None,
+                  candidate.gpu_cache if candidate else None)
+    model, why_not = forecast(session, run, [s.working_set for s in plan.sizes], found)
     return SweepRecord(
         run_id=plan.run_id, created=utc_now(), site=session.site.site.name,
         engine=run.engine + "".join(sorted({f"; the server said: {p.server}" for p in ordered
@@ -171,8 +175,7 @@ def sweep_record(session: GateSession, plan: SweepPlan,
         thresholds_revision=session.thresholds.meta.revision,
         thresholds_sha256=session.thresholds_file.sha256, concurrency=plan.concurrency,
         pairs=plan.pairs, context_bytes=plan.context_bytes, points=ordered,
-        tiers=tiers(psutil.virtual_memory().total, candidate.cpu_tier if candidate else None,
-                    candidate.gpu_cache if candidate else None),
+        tiers=found, forecast=model, notes=[why_not] if why_not else [],
         break_even=(b.working_set if (b := break_even(ordered)) else None),
         proof_from=(p.working_set if (p := proof_from(ordered)) else None),
         sizes_planned=len(plan.sizes), decision=session.thresholds.decision,

@@ -22,13 +22,13 @@ from ..engines import (
     engine_site,
     kv_bytes_per_token,
     machine_readings,
-    proof_context,
 )
 from ..inference import Pair, SweepPoint, measured_pair, sweep_point
 from ..model import SweepSize, sweep_sizes
 from ..proof import ProofContext
 from ..session import GateSession
 from ..storage import step_progress
+from .forecast import proofs_of
 from .store import SweepPlan, SweepStore
 
 GATE = "sweep"  # names its logs and device references in the evidence, as a gate's would
@@ -161,8 +161,7 @@ def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
               say: Callable[[str], None]) -> dict[int, SweepPoint]:
     """Every size of the plan that has no point yet, each committed as it finishes."""
     run = chosen(session)
-    g1 = session.store.latest_record("g1", session.site.site.name)
-    proofs = proof_context(session.site, run, session.thresholds, g1[0] if g1 else None)
+    proofs = proofs_of(session, run)
     done = sweeps.points(plan.run_id)
     for idx, size in enumerate(plan.sizes):
         if idx in done:
@@ -182,4 +181,4 @@ def point_line(idx: int, total: int, p: SweepPoint) -> str:
     r, g = p.ttft_reduction, p.throughput_gain
     return head + (f"TTFT p50 reduction {r.point:.1f} % [{r.lo:.1f}, {r.hi:.1f}], throughput "
                    f"gain {g.point:+.1f} % [{g.lo:+.1f}, {g.hi:+.1f}] at {100 * r.level:.4g} %;"
-                   f" proof {'storage read' if p.proven else p.proof} ({p.seconds:.0f} s)")
+                   f" proof {p.proof_word} ({p.seconds:.0f} s)")
