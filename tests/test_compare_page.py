@@ -227,3 +227,81 @@ def test_a_write_that_fails_half_way_leaves_no_half_comparison(reports, monkeypa
     with pytest.raises(OSError, match="No space left"):
         written(reports)
     assert [p.name for p in reports.iterdir() if "compare" in p.name] == []
+
+
+# ---- a candidate's working-set sweep: its break-even, cited by its hash ---------------------
+
+def swept(reports):
+    """A sweep of run-fast's tier, written as `kvgate sweep` writes it, and its folder."""
+    from test_sweep_check import RUN, point
+
+    from gates.report import SweepRecord, write_sweep
+    from gates.store import sha256_file
+
+    evidence = reports / RUN / "evidence"
+    evidence.mkdir(parents=True)
+    (evidence / "sweep-arm.log").write_text("engine log\n")
+    record = SweepRecord(run_id=RUN, created="2026-12-05T12:00:00+00:00", site="s",
+                         engine="e", simulated=True, workload_hash="w", thresholds_revision="r",
+                         thresholds_sha256="t", concurrency=8, pairs=3, context_bytes=1000,
+                         points=[point(9, [2.0, 2.1, 2.2], [1.9, 2.0, 2.1], proof="ERROR"),
+                                 point(17, [4.0, 4.1, 4.2], [1.0, 1.1, 1.2])],
+                         break_even=17000, proof_from=17000, sizes_planned=2,
+                         evidence={"evidence/sweep-arm.log":
+                                   sha256_file(evidence / "sweep-arm.log")})
+    return RUN, write_sweep(reports, record, signer=None)["json"].parent
+
+
+def test_a_candidates_sweep_gives_its_break_even_and_verify_holds_it_to_the_sweep(reports):
+    from gates.report import CompareError
+    from gates.report.sweep_check import sweep_digest
+
+    run, sweep = swept(reports)
+    with Store.reading(reports) as store:
+        c = compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")], sweeps={"FX300": run})
+        with pytest.raises(CompareError, match="--sweep names the array 'FX200', which is none"):
+            compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")],
+                    sweeps={"FX200": run})
+    fast, slow = c.columns[1], c.columns[0]
+    assert slow.sweep is None and fast.sweep.id == sweep.name
+    assert (fast.sweep.break_even, fast.sweep.proof_from, fast.sweep.simulated) == \
+        (17000, 17000, True)
+    assert any(line == f"FX300: sweep {sweep.name}: both gains clear G3's limits from "
+               "16.6 KiB of KV up" for line in text_lines(c)), text_lines(c)
+    folder = write_comparison(reports, c, None)["json"].parent
+    html = (folder / "comparison.html").read_text()
+    assert 'id="sweeps"' in html and "no sweep named" in html and fast.sweep.sweep_sha256 in html
+    assert examine(folder).problems == []
+    # the sweep edited and rehashed by a careful forger: the comparison no longer stands on it
+    body = json.loads((sweep / "sweep.json").read_text())
+    body["break_even"] = 9000
+    body["sweep_sha256"] = sweep_digest(body)
+    (sweep / "sweep.json").write_text(json.dumps(body, sort_keys=True, indent=2) + "\n")
+    assert any(f"FX300: it states its sweep {sweep.name} as it is not" in p
+               for p in examine(folder).problems)
+    # and one altered without its hash is refused by compare, naming it
+    body["break_even"] = 17000
+    (sweep / "sweep.json").write_text(json.dumps(body, sort_keys=True, indent=2) + "\n")
+    with Store.reading(reports) as store, pytest.raises(CompareError, match="was altered"):
+        compare(store, [("run-slow", "FX100"), ("run-fast", "FX300")], sweeps={"FX300": run})
+
+
+def test_the_command_names_a_sweep_per_array_and_bundle_packs_it(reports):
+    run, sweep = swept(reports)
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "gates.cli", *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    done = cli("compare", "run-slow=FX100", "run-fast=FX300", "--out", str(reports),
+               "--sweep", f"{sweep.name}=FX300")
+    assert done.returncode == 0, done.stderr
+    assert f"FX300: sweep {sweep.name}: both gains clear" in done.stdout
+    folder = next(reports.glob("compare-*"))
+    packed = cli("bundle", folder.name, "--out", str(reports))
+    assert packed.returncode == 0, packed.stderr
+    assert f"{run}, " in packed.stdout and sweep.name in packed.stdout
+    twice = cli("compare", "run-slow=FX100", "run-fast=FX300", "--out", str(reports),
+                "--sweep", f"{run}=FX300", "--sweep", f"{run}=FX300")
+    assert twice.returncode == 2 and "names one array twice" in twice.stderr
+    bad = cli("compare", "run-slow=FX100", "run-fast=FX300", "--out", str(reports),
+              "--sweep", "FX300")
+    assert bad.returncode == 2 and "write SWEEP=ARRAY" in bad.stderr and \
+        "Traceback" not in bad.stderr

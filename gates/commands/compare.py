@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..core import UnitError, parse_size
+from ..core import UnitError, format_size, parse_size
 from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
 from ..options import folder, input_file, run_id
 from ..report import GAINS, CompareError, Comparison, compare, write_comparison
@@ -20,12 +20,16 @@ EXAMPLES = """examples:
   kvgate compare 20261204T100000Z-aaaaaa=FX100 20261205T100000Z-bbbbbb=FX300
   kvgate compare RUN_A=FX100 RUN_B=FX200 --out /data/kvgate-reports --catalog quotes.toml
   kvgate compare RUN_A=FX100 RUN_B=FX300 --capacity 300TB   the KV the site must hold
+  kvgate compare RUN_A=FX100 RUN_B=FX300 --sweep SWEEP_A=FX100 --sweep SWEEP_B=FX300
 
 Each candidate is a run whose chain (G1 -> G4, followed by its own citations) measured one
 array; =ARRAY names it as the catalogue does, for its price per TB and per point of TTFT p50
 reduction (and, with --capacity, how many of each array hold the site's KV working set, as
-`kvgate model size` gives it, and their price). Two candidates are ranked only where their G3
-intervals do not overlap; otherwise they are "not distinguishable". Writes the folder
+`kvgate model size` gives it, and their price). --sweep SWEEP=ARRAY names the working-set
+sweep (kvgate sweep, its run id or its sweep-<run> folder) that measured an array's tier: the
+page states from which working set up it pays (the sweep's break-even). Two candidates are
+ranked only where their G3 intervals do not overlap; otherwise they are "not
+distinguishable". Writes the folder
 compare-<when>-<runs>/ into --out: comparison.html (prints to PDF, Letter or A4),
 comparison.json, and comparison.json.sig when a signing key is configured (kvgate key new);
 check it, or pack it with every run it cites, with
@@ -33,7 +37,7 @@ check it, or pack it with every run it cites, with
   kvgate verify reports/compare-20261206T090000Z-aaaaaa-bbbbbb
 
 exit codes: 0 compared, 2 an unknown run, a missing store, an unreadable catalogue, a
---capacity that is no size, fewer than two runs"""
+--capacity that is no size, fewer than two runs, a sweep that is not there or was altered"""
 
 
 CAPACITY_MAX = 10**18  # 1 EB: past any one site's KV working set
@@ -45,6 +49,15 @@ def candidate(text: str) -> tuple[str, str]:
     if "=" in text and not array.strip():
         raise ArgumentTypeError(f"{text}: name the array after '=', or leave '=' out")
     return run_id(run) or _empty(text), array.strip()
+
+
+def sweep_of(text: str) -> tuple[str, str]:
+    """--sweep SWEEP=ARRAY: a sweep's run id (or its sweep-<run> folder) and the array."""
+    name, _, array = text.partition("=")
+    if not array.strip() or not name.strip():
+        raise ArgumentTypeError(f"{text!r}: write SWEEP=ARRAY, e.g. "
+                                "20261205T130000Z-3f9a1c=FX100")
+    return run_id(name.strip()), array.strip()
 
 
 def capacity(text: str) -> int:
@@ -91,6 +104,10 @@ def text_lines(c: Comparison) -> list[str]:
                        f"{money}{col.price_for_capacity:,.0f}")
         if col.price_note:
             out.append(f"{col.array}: {col.price_note}")
+        if col.sweep:
+            out.append(f"{col.array}: sweep {col.sweep.id}: both gains clear G3's limits "
+                       + (f"from {format_size(col.sweep.break_even)} of KV up"
+                          if col.sweep.break_even is not None else "at no working set up"))
     return out + [c.risk]
 
 
@@ -106,6 +123,9 @@ def add_compare_commands(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--capacity", type=capacity, default=0, metavar="SIZE",
                      help="the KV working set the site must hold, with a unit (e.g. 300TB; "
                      "`kvgate model size` estimates it): each array's count and price for it")
+    cmd.add_argument("--sweep", type=sweep_of, action="append", default=[],
+                     metavar="SWEEP=ARRAY", help="the working-set sweep that measured an "
+                     "array's tier (repeat per array): its break-even size on the page")
     cmd.add_argument("--catalog", type=input_file, default=SHIPPED_CATALOG,
                      help="array catalogue for prices (default: the shipped catalog/arrays.toml)")
 
@@ -122,7 +142,10 @@ def compare_command(args: argparse.Namespace) -> int:
             for run, _ in args.candidates:
                 if store.run(run) is None:
                     raise CompareError(f"run {run} is not in the store {args.out / DB_NAME}")
-            result = compare(store, args.candidates, catalog, args.capacity)
+            sweeps = dict((array, sweep) for sweep, array in args.sweep)
+            if len(sweeps) < len(args.sweep):
+                raise CompareError("--sweep names one array twice: one sweep per array")
+            result = compare(store, args.candidates, catalog, args.capacity, sweeps)
     except (CompareError, CatalogError, StoreError, OSError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 2

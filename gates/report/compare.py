@@ -10,7 +10,7 @@ not ranked. The page: comparison_page.py; `kvgate verify` of it: comparison_chec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..core import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
 from ..model import (
@@ -23,6 +23,7 @@ from ..model import (
 from ..store import Store, utc_now
 from .chain import Found, link_status
 from .compare_cost import prices
+from .compare_sweep import with_sweeps
 from .comparison_model import (
     GAINS,
     NO_RECORD,
@@ -182,9 +183,10 @@ def judged(columns: Sequence[Column]) -> tuple[list[str], list[Ranking], str]:
 
 
 def compare(store: Store, runs: Sequence[tuple[str, str]], catalog: Catalog | None = None,
-            capacity_needed: int = 0) -> Comparison:
+            capacity_needed: int = 0, sweeps: Mapping[str, str] | None = None) -> Comparison:
     """The comparison of the named (run id, array name) candidates (capacity_needed: bytes of
-    KV the site must hold, for each array's count and price; 0 when not given)."""
+    KV the site must hold, for each array's count and price; 0 when not given; sweeps: array
+    -> the sweep that measured its tier, for its break-even size)."""
     ids = [run_id for run_id, _ in runs]
     if len(set(ids)) < 2 or len(set(ids)) < len(ids):
         raise CompareError(f"compare needs two or more different runs, not {', '.join(ids)}")
@@ -193,6 +195,7 @@ def compare(store: Store, runs: Sequence[tuple[str, str]], catalog: Catalog | No
     if len(set(names)) < len(names):
         raise CompareError(f"two candidates have one name ({', '.join(names)}): name each "
                            "run's array, RUN_ID=ARRAY")
+    columns = with_sweeps(columns, store.out_dir, sweeps or {})
     diff, ranked, risk = judged(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
                       risk=risk, capacity_needed=capacity_needed,

@@ -15,6 +15,7 @@ from ..core import GateRecord
 from .citing import cited, read_json
 from .compare import gain_of, judged
 from .compare_cost import Prices, prices
+from .compare_sweep import sweep_problems
 from .comparison_model import GAINS, NO_RECORD, Column, Comparison
 from .comparison_page import COMPARISON_HASH_KEY, comparison_digest
 from .layout import COMPARISON_FILES, COMPARISON_HTML, COMPARISON_JSON
@@ -81,7 +82,7 @@ def comparison_findings(body: dict, folder: Path) -> list[str]:
     except ValueError as exc:
         return [f"not a kvgate comparison ({str(exc).splitlines()[0]})"]
     problems = [p for col in c.columns for p in _own_figures(folder, col)
-                + _prices(col, c.capacity_needed)]
+                + _prices(col, c.capacity_needed) + sweep_problems(folder, col)]
     diff, ranked, risk = judged(c.columns)
     if diff != c.differences:
         problems.append(f"it names the differences {c.differences}, but its candidates give "

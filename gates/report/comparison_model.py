@@ -50,6 +50,17 @@ class Cited(BaseModel):
     record_sha256: str
 
 
+class CitedSweep(BaseModel):
+    """A candidate's working-set sweep (kvgate sweep), by its folder and its own SHA-256."""
+
+    id: str  # its folder beside the runs: sweep-<run>
+    sweep_sha256: str
+    break_even: int | None  # bytes: from here up both gains clear G3's limits; None: nowhere
+    proof_from: int | None  # bytes: from here up the chain proves storage reads
+    engine: str
+    simulated: bool
+
+
 class Column(BaseModel):
     """One candidate: its chain's verdicts, G1 figures, G3 gains and prices."""
 
@@ -72,6 +83,7 @@ class Column(BaseModel):
     arrays_needed: int | None = None  # to hold Comparison.capacity_needed
     price_for_capacity: float | None = None
     price_note: str = ""
+    sweep: CitedSweep | None = None  # where it starts to pay, when a sweep was named for it
 
 
 class Ranking(BaseModel):

@@ -17,7 +17,7 @@ from typing import TypeVar
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from ..core import json_digest
+from ..core import format_size, json_digest
 from ..store import write_new
 from .comparison_model import GAINS, NO_RECORD, Comparison
 from .layout import COMPARISON_HTML, COMPARISON_JSON
@@ -44,7 +44,7 @@ def render_comparison(c: Comparison) -> str:
     """comparison.html, sealed with its own SHA-256, naming the digest of comparison.json."""
     digest = json.loads(comparison_json(c))[COMPARISON_HASH_KEY]
     html = PAGES.get_template("comparison.html.j2").render(
-        c=c, GAINS=GAINS, NO_RECORD=NO_RECORD, grouped=grouped,
+        c=c, GAINS=GAINS, NO_RECORD=NO_RECORD, grouped=grouped, format_size=format_size,
         seal_field=Markup(seal_placeholder()), record_meta=Markup(record_meta(digest)))
     return seal(html)[0]
 

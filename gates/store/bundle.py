@@ -51,6 +51,9 @@ def _cited_runs(folder: Path) -> list[str]:
             rec for col in body.get("columns") or [] for rec in col.get("records") or []] + (
             [body] if path.name == SWEEP_JSON else [])
         cited += [link["run_id"] for link in links if link.get("run_id")]
+        # a comparison's candidates' sweeps, by their folders (sweep-<run>)
+        cited += [col["sweep"]["id"] for col in body.get("columns") or []
+                  if isinstance(col.get("sweep"), dict) and col["sweep"].get("id")]
     return cited
 
 
