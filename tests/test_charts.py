@@ -100,11 +100,16 @@ def test_the_working_set_chart_marks_limits_tiers_and_unproven_points():
             [WorkingSetPoint(working_set=2**20, ttft_reduction=band, throughput_gain=band,
                              proven=first_proven),
              WorkingSetPoint(working_set=2**24, ttft_reduction=band, throughput_gain=band,
-                             proven=True),
+                             proven=True, proof="storage read"),
              WorkingSetPoint(working_set=2**26)],  # a point without figures is left out
             25.0, 29.0, {"GPU KV cache": 2**21, "host memory (page cache)": 2**34})
     svg = chart(first_proven=False)
     assert svg.startswith("<svg") and "KV model prediction" not in svg
+    assert "storage read" not in svg  # a proven point needs no word: its marker is filled
+    said = working_set_chart([WorkingSetPoint(working_set=2**20, ttft_reduction=band,
+                                              throughput_gain=band, proof="INCONCLUSIVE")],
+                             25.0, 29.0, {})
+    assert said.count("INCONCLUSIVE") == 1  # on the top panel only
     forecast = working_set_chart([WorkingSetPoint(working_set=2**24, ttft_reduction=band,
                                                   throughput_gain=band, proven=True)],
                                  25.0, 29.0, {}, [(2**20, 0.0), (2**24, 75.0)])

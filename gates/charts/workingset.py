@@ -23,6 +23,7 @@ class WorkingSetPoint(BaseModel):
     ttft_reduction: GainBand | None = None
     throughput_gain: GainBand | None = None
     proven: bool = False  # the evidence chain showed storage reads here
+    proof: str = ""  # the chain's word where it did not (INCONCLUSIVE, FAIL, ERROR)
 
 
 def _panel(ax, points: list[WorkingSetPoint], pick: str, limit: float, title: str,
@@ -35,6 +36,11 @@ def _panel(ax, points: list[WorkingSetPoint], pick: str, limit: float, title: st
             ax.errorbar([p.working_set], [g.point], yerr=[[g.point - g.lo], [g.hi - g.point]],
                         fmt="o", color="#1f77b4", capsize=3,
                         markerfacecolor="#1f77b4" if p.proven else "white")
+        if pick == "ttft_reduction":  # said once, on the top panel, beside each hollow marker
+            for p, g in have:
+                if not p.proven and p.proof:
+                    ax.annotate(p.proof, (p.working_set, g.point), textcoords="offset points",
+                                xytext=(0, -12), ha="center", fontsize=6, color="#555555")
     if predicted:
         ax.plot([x for x, _ in predicted], [y for _, y in predicted], linestyle="--",
                 color="#2ca02c", label="KV model prediction")

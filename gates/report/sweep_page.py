@@ -72,7 +72,8 @@ def _band(figure) -> GainBand | None:
 def sweep_chart(r: SweepRecord) -> str:
     """The chart of both gains against the working set, the tiers marked."""
     points = [WorkingSetPoint(working_set=p.working_set, ttft_reduction=_band(p.ttft_reduction),
-                              throughput_gain=_band(p.throughput_gain), proven=p.proven)
+                              throughput_gain=_band(p.throughput_gain), proven=p.proven,
+                              proof=p.proof_word)
               for p in r.points if not p.error]
     first = next((p for p in r.points if p.ttft_reduction and p.throughput_gain), None)
     limits = ((first.ttft_reduction.limit, first.throughput_gain.limit)  # type: ignore[union-attr]
