@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from _expositions import engine_counts, render
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gates.cli import main
@@ -82,8 +82,9 @@ def _text(p: Probe, after: bool) -> str:
     return exposition
 
 
-def model(p: Probe) -> str:
-    """The chain's verdict class from the README's rules, computed from the probe alone."""
+def model(p: Probe, tie: float = 0.0) -> str:
+    """The chain's verdict class from the README's rules, computed from the probe alone; tie:
+    the relative slack a count at its ceiling is given, for a float tie (see the test)."""
     if p.bad_options:
         return "undecided"  # an option out of range is refused, naming it
     if p.mutation in STRUCTURAL or p.mutation == "drop_before" and len(p.engines) > 1:
@@ -103,8 +104,9 @@ def model(p: Probe) -> str:
     against, unsure = [], ["labels"] if blind else []
     reads = 0.0 if blind else total["disk"]
     if not blind:
-        (unsure if reads > ceiling else against if reads < floor else []).append("engine")
-        if len(delta) > 1 and any(d["disk"] > ceiling for d in delta):
+        above = ceiling * (1 + tie)
+        (unsure if reads > above else against if reads < floor else []).append("engine")
+        if len(delta) > 1 and any(d["disk"] > above for d in delta):
             unsure.append("a replica above the ceiling")
         for hits in ("gpu", "host"):
             if total[hits] / p.expected * 100 > 1.0:
@@ -182,10 +184,25 @@ def _served(p: Probe) -> bool:
     return truth >= min(rho, 90.0) / 100 * p.expected * (1 - 1e-9)
 
 
+def _zero() -> dict[str, float]:
+    return {"prompt": 0.0, "gpu": 0.0, "disk": 0.0, "host": 0.0, "compute": 0.0}
+
+
+# Found by hypothesis (make check, 2026-12-05): three replicas whose disk reads sum to exactly
+# the prompt tokens, one ulp above them in one of the two sums.
+TIE = Probe(expected=9777, kv=131072, rho=None, device=1215259853,
+            engines=[{"compute": 0.0, "gpu": 0.0, "host": 0.0, "disk": d, "lie": 0.0}
+                     for d in (3962.7535425681963, 544.5070086065156, 4764.4363253070105)],
+            base=[_zero(), _zero(), _zero() | {"disk": 3428.0}])
+
+
 @settings(max_examples=300, deadline=None)
 @given(probes())
+@example(TIE)
 def test_never_a_pass_unless_the_storage_served_the_kv(p):
     said, args = verdict(p)
     if said == "PASS":
         assert _served(p) and p.mutation not in STRUCTURAL and not p.bad_options, (p, args)
-    assert said == model(p), (p, args)
+    # Fractional counts that sum to exactly the prompt tokens may come out one ulp above or
+    # below them, in kvgate's sums or the model's: at such a tie either side is the rule's.
+    assert said in {model(p, 1e-9), model(p, -1e-9)}, (p, args)

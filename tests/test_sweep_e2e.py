@@ -96,7 +96,7 @@ def sweep(world: Path, *args: str, site: str = "", out: str = "out",
 
 
 def record_of(world: Path, out: str = "out") -> tuple[SweepRecord, Path]:
-    folder = next((world / out).glob("sweep-*"))
+    folder = next(p for p in (world / out).glob("sweep-*") if p.is_dir())  # not its bundle
     body = json.loads((folder / "sweep.json").read_text())
     return SweepRecord.model_validate({k: v for k, v in body.items()
                                        if k != SWEEP_HASH_KEY}), folder
