@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _owndisk import own_disk
+from _timing import accept_unfair
 
 from gates.inference import SweepPoint
 from gates.report import new_key
@@ -102,6 +103,25 @@ def record_of(world: Path, out: str = "out") -> tuple[SweepRecord, Path]:
                                        if k != SWEEP_HASH_KEY}), folder
 
 
+BUSY = "the machine is busy"  # the load generator's own word when other processes took the CPU
+
+
+def fair(done, r: SweepRecord) -> dict[int, SweepPoint]:
+    """The points the machine gave a fair chance, by contexts; a point whose load generator was
+    unfit while other processes took the CPU is accepted, visibly (tests/_timing.py), and its
+    exit code 1 with it; any other error fails the test."""
+    points = {}
+    for p in r.points:
+        if p.error.startswith("INCONCLUSIVE: the load generator was unfit") and BUSY in p.error:
+            accept_unfair({}, f"sweep point {p.contexts} contexts: {p.error}")
+            continue
+        assert not p.error, (p, done.stdout + done.stderr)
+        points[p.contexts] = p
+    assert done.returncode == (0 if len(points) == len(r.points) else 1), \
+        done.stdout + done.stderr
+    return points
+
+
 # 256-token contexts of 1 KiB a token are 16 chunks of 16 KiB: 3 contexts and the warm-up's
 # 4 chunks fit a 56-chunk GPU cache, 5 contexts a 96-chunk CPU tier, 9 contexts neither.
 TIERS = 'gpu_cache = "896KiB"\ncpu_tier = "1536KiB"'
@@ -110,22 +130,25 @@ TIERS = 'gpu_cache = "896KiB"\ncpu_tier = "1536KiB"'
 def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     target = world / "disk" / "one"
     done = sweep(world, site=site_text(target, ["768KiB", "1280KiB", "2304KiB"], tiers=TIERS))
-    assert done.returncode == 0, done.stdout + done.stderr
     r, folder = record_of(world)
     assert [(p.contexts, p.working_set) for p in r.points] == \
         [(3, 768 * KiB), (5, 1280 * KiB), (9, 2304 * KiB)]
-    for p in r.points:
-        assert not p.error and len(p.baseline_ttft_p50) == len(p.candidate_ttft_p50) == 2
-    gpu, cpu, storage = r.points
+    points = fair(done, r)
+    for p in points.values():
+        assert len(p.baseline_ttft_p50) == len(p.candidate_ttft_p50) == 2
     # In the GPU cache (no eviction: the working set evicts) and in the CPU tier, both arms
     # answer from memory: no gain, and no storage read to prove.
-    assert not gpu.clears and not gpu.proven and "GPU-cache hits" in gpu.proof_note, gpu
-    assert not cpu.clears and cpu.proof_note.startswith("INCONCLUSIVE: ") and \
-        "CPU tier (1.5 MiB) can hold the whole working set" in cpu.proof_note, cpu
+    if gpu := points.get(3):
+        assert not gpu.clears and not gpu.proven and "GPU-cache hits" in gpu.proof_note, gpu
+    if cpu := points.get(5):
+        assert not cpu.clears and cpu.proof_note.startswith("INCONCLUSIVE: ") and \
+            "CPU tier (1.5 MiB) can hold the whole working set" in cpu.proof_note, cpu
     # Past both, 1 MB/s against an unthrottled tier: both gains far past G3's limits, at 2
     # pairs' 50 %, and the storage reads proven.
-    assert storage.ttft_reduction.level == 0.5 and storage.clears and storage.proven, storage
-    assert r.break_even == r.proof_from == 2304 * KiB and r.sizes_planned == 3 and r.simulated
+    if storage := points.get(9):
+        assert storage.ttft_reduction.level == 0.5 and storage.clears and storage.proven
+        assert r.break_even == r.proof_from == 2304 * KiB, r
+    assert r.sizes_planned == 3 and r.simulated
     assert [(t.name, t.bytes) for t in r.tiers[:2]] == [("GPU KV cache", 896 * KiB),
                                                         ("CPU tier", 1536 * KiB)]
     assert r.tiers[2].name == "host memory (page cache)"
@@ -198,11 +221,11 @@ def test_a_killed_sweep_resumes_at_its_first_size_without_a_point(world):
     assert not list((world / out).glob("sweep-*"))  # no page for a sweep still measuring
 
     done = sweep(world, "--resume", run_id, out=out)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"sweep {run_id}: 3 working sets" in done.stdout
+    assert f"sweep {run_id}: 3 working sets" in done.stdout, done.stdout + done.stderr
     assert "[1/3]" not in done.stdout and "[2/3]" in done.stdout  # size 1 was not measured again
     r, _ = record_of(world, out)
     assert r.run_id == run_id and [p.contexts for p in r.points] == [3, 5, 7]
+    fair(done, r)
     assert r.points[0] == SweepPoint.model_validate_json(first)  # as committed before the kill
 
 
