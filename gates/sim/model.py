@@ -169,6 +169,8 @@ class LruCache:
 
     def put(self, h: bytes, digest: bytes) -> None:
         """Insert or refresh a chunk, evicting the least recently used beyond capacity."""
+        if not self.capacity:  # a tier that is off (the CPU tier in every gate): no churn
+            return
         self._items[h] = digest
         self._items.move_to_end(h)
         while len(self._items) > self.capacity:
