@@ -79,19 +79,25 @@ sweep: tools $(BIN)/kvgate
 	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
 	$(BIN)/kvgate sweep
 
+# pytest rewrites the asserts of every test module and of gates/ (its plugin) in each worker, a
+# third of a worker's start-up; where the environment says PYTHONDONTWRITEBYTECODE (as this
+# project's machines do) nothing of that is kept. The test runs keep it, outside the tree.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache \
+	$(BIN)/python -m pytest
+
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
 test: tools browser engine $(VENV)/.test-extras
-	@$(BIN)/python -m pytest -n 2 --dist loadfile; code=$$?; \
+	@$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # The developer's loop: every test but the real engines' end-to-end runs (marker real_engine,
-# tests/conftest.py); aimed at under 5 minutes on a quiet 2-core machine, measured 7-11 minutes
-# (README; 6 min 58 s on 2026-12-04 with the simulator arms' write_quiet, 7 min 37 s on
-# 2026-12-05 with the KV device reference and the sweep's end-to-end file).
-# `make test` is complete.
+# tests/conftest.py), aimed at under 5 minutes on a quiet 2-core machine (README "Which is
+# which"). Four workers: the end-to-end files wait on rate-limited disks, fio and engine
+# start-ups more than they use the CPU. `make test` is complete.
+CHECK_WORKERS ?= 4
 check: tools $(VENV)/.test-extras
-	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not real_engine"; code=$$?; \
+	@$(PYTEST) -n $(CHECK_WORKERS) --dist loadfile --no-loadscope-reorder -m "not real_engine"; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # Benchmarks print tables; they are not tests and assert nothing about speed. decision_risk.py

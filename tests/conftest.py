@@ -31,13 +31,15 @@ def pytest_configure(config):
 
 
 # The files that take most of the run (the real engines' and the simulator's end-to-end runs, the
-# wheel, the soak), longest first: `make test` runs the files on two workers (pytest-xdist,
-# --dist loadfile), and a long file started last would run alone at the end.
-LONGEST_FIRST = ("test_vllm_e2e.py", "test_vllm_corrupt.py", "test_g2g3_e2e.py",
-                 "test_g3_e2e_failures.py", "test_g3_e2e_proof_failures.py",
-                 "test_llamacpp_e2e.py", "test_sweep_e2e.py",
-                 "test_wheel.py", "test_soak_runner.py", "test_checklist_cli.py", "test_cli.py",
-                 "test_g1.py", "test_xfs_target.py", "test_soak_resume.py", "test_browser.py")
+# wheel, the soak), longest first: `make test` and `make check` run the files on several workers
+# (pytest-xdist, --dist loadfile --no-loadscope-reorder: xdist >= 3.5 otherwise hands out the
+# files with the most tests first, and a long file of two tests started last ran alone at the end).
+LONGEST_FIRST = ("test_vllm_e2e.py", "test_vllm_corrupt.py", "test_llamacpp_e2e.py",
+                 "test_g2g3_e2e.py", "test_g3_e2e_proof_failures.py", "test_g3_e2e_failures.py",
+                 "test_sweep_e2e.py", "test_wheel.py", "test_sweep_e2e_resume.py",
+                 "test_soak_runner.py", "test_g3_e2e_tiers.py", "test_browser.py", "test_cli.py",
+                 "test_checklist_cli.py", "test_g1.py", "test_xfs_target.py",
+                 "test_soak_resume.py")
 
 
 def pytest_collection_modifyitems(items):

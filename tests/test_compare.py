@@ -2,7 +2,7 @@
 
 The records are written as a session writes them (tests/_chain.py); what compare reads of them
 is G3's gains with their intervals and levels, each run's own citations, and the catalogue.
-tests/test_g2g3_e2e.py compares two G3 runs of simulated tiers (fast and slow) that really
+tests/test_g3_e2e_tiers.py compares two G3 runs of simulated tiers (fast and slow) that really
 ran, on one G2; test_compare_page the comparison's folder and `kvgate verify` of it.
 """
 

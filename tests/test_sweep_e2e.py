@@ -8,11 +8,8 @@ the candidate clears G3's limits at every size by a wide margin whatever the mac
 
 import json
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -163,7 +160,9 @@ def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     assert f"{folder / 'sweep.html'}" in done.stdout
     # every repetition's engine log and the KV device's readings are in the run's evidence
     evidence = world / "out" / r.run_id / "evidence"
-    assert len(list(evidence.glob("sweep-arm-*-3ctx-*.log"))) == 4
+    # two pairs of two arms, and two more logs for each pair set aside unfit and measured again
+    three = next(p for p in r.points if p.contexts == 3)
+    assert len(list(evidence.glob("sweep-arm-*-3ctx-*.log"))) == 4 + 2 * three.set_aside
     assert list(evidence.glob("fio-sweep-5ctx-devref-*.json"))
     assert not (world / "out" / f".{folder.name}.partial").exists()
     public = (world / "signing.env").read_text().split()[1]
@@ -184,51 +183,6 @@ def test_a_sweep_measures_every_size_and_writes_a_sealed_page(world):
     assert "every evidence file they list" in checked.stdout
 
 
-def _points(db: Path, run_id: str) -> int:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-            return c.execute("SELECT count(*) FROM sweep_points WHERE run_id = ?",
-                             (run_id,)).fetchone()[0]
-    except sqlite3.Error:  # not created yet
-        return 0
-
-
-def _run_id(db: Path) -> str:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-            row = c.execute("SELECT run_id FROM sweep_plans").fetchone()
-            return row[0] if row else ""
-    except sqlite3.Error:
-        return ""
-
-
-def test_a_killed_sweep_resumes_at_its_first_size_without_a_point(world):
-    target, out = world / "disk" / "two", "killed"
-    proc = sweep(world, site=site_text(target, ["768KiB", "1280KiB", "1792KiB"]), out=out,
-                 popen=True)
-    db, deadline = world / out / "kvgate.sqlite", time.monotonic() + 300
-    run_id = ""
-    while time.monotonic() < deadline and proc.poll() is None:
-        run_id = run_id or _run_id(db)
-        if run_id and _points(db, run_id) >= 1:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()[0]
-    os.killpg(proc.pid, signal.SIGKILL)  # kvgate and every engine it started
-    proc.wait(timeout=30)
-    with sqlite3.connect(db) as c:
-        first = c.execute("SELECT body FROM sweep_points WHERE idx = 0").fetchone()[0]
-    assert not list((world / out).glob("sweep-*"))  # no page for a sweep still measuring
-
-    done = sweep(world, "--resume", run_id, out=out)
-    assert f"sweep {run_id}: 3 working sets" in done.stdout, done.stdout + done.stderr
-    assert "[1/3]" not in done.stdout and "[2/3]" in done.stdout  # size 1 was not measured again
-    r, _ = record_of(world, out)
-    assert r.run_id == run_id and [p.contexts for p in r.points] == [3, 5, 7]
-    fair(done, r)
-    assert r.points[0] == SweepPoint.model_validate_json(first)  # as committed before the kill
-
-
 @pytest.mark.parametrize(("sizes", "says"), [
     (["256KiB"], "sweep.sizes[0] = 256 KiB is below the smallest working set at concurrency 2"),
     (["1MiB", "768KiB"], "sizes must grow"),
@@ -239,13 +193,6 @@ def test_sizes_the_sweep_cannot_measure_are_refused_before_anything_runs(world, 
     assert done.returncode == 2 and says in done.stderr, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert not list((world / "bad").glob("sweep-*"))
-
-
-@pytest.mark.parametrize("out", ["killed", "nowhere"])  # a store without it, or no store
-def test_resuming_a_sweep_that_is_not_there_is_bad_input(world, out):
-    done = sweep(world, "--resume", "20261205T000000Z-abcdef", out=out)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "no sweep 20261205T000000Z-abcdef in" in done.stderr, done.stderr
 
 
 def test_a_finished_sweep_is_not_resumed(world):

@@ -95,9 +95,11 @@ def point_site(site: Site, contexts: int) -> Site:
         site.workload.model_dump() | {"contexts": contexts})})
 
 
-def _failed(size: SweepSize, plan: SweepPlan, why: str, seconds: float = 0.0) -> SweepPoint:
+def _failed(size: SweepSize, plan: SweepPlan, why: str, seconds: float = 0.0,
+            set_aside: int = 0) -> SweepPoint:
     return SweepPoint(asked=size.asked, contexts=size.contexts, working_set=size.working_set,
-                      concurrency=plan.concurrency, error=why, seconds=seconds)
+                      concurrency=plan.concurrency, error=why, seconds=seconds,
+                      set_aside=set_aside)
 
 
 def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
@@ -144,14 +146,14 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
     unfit = sorted({x for p in pairs for r in p if not r.fit for x in r.unfit_reasons})
     if unfit:  # the generator measured itself, not the storage: no figure (G3 re-measures)
         return _failed(size, plan, "INCONCLUSIVE: the load generator was unfit: "
-                       + "; ".join(unfit), seconds)
+                       + "; ".join(unfit), seconds, len(aside))
     proof, per_token = proofs
     try:
         point = sweep_point(size.asked, size.contexts, size.working_set, plan.concurrency,
                             pairs, session.thresholds.g3, session.thresholds.decision, proof,
                             per_token, seconds)
     except ValueError as exc:  # a repetition without a successful probe
-        return _failed(size, plan, f"no figure: {exc}", seconds)
+        return _failed(size, plan, f"no figure: {exc}", seconds, len(aside))
     said = next((r.server for p in pairs for r in p if r.server), "")
     return point.model_copy(update={"set_aside": len(aside), "server": said, "simulated": any(
         r.simulated for p in pairs for r in p)})
