@@ -1,6 +1,7 @@
 """The kvgate command line: help, config check, and a real G1 run through the suites."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -96,13 +97,16 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     assert record["verdict"] == "FAIL" and seq["outcome"] == "FAIL"
     assert seq["value"] > 0 and seq["limit"]["key"] == "g1.seq_read_bw_min"
     others = [m for m in record["measurements"] if m is not seq]
-    # The QD1 latency job's 3 s give thousands of I/Os on a quiet machine; on one shared with
-    # other workers fio may complete fewer than a p99 needs, and G1 says so (ERROR): the
-    # machine's doing, accepted visibly (tests/_timing.py), never silently.
-    starved = [m for m in others if m["outcome"] == "ERROR" and re.fullmatch(
+    # The QD1 latency job's 3 s give thousands of I/Os on a quiet machine; on one with more
+    # runnable processes than CPUs fio may complete fewer than a p99 needs, and G1 says so
+    # (ERROR): the machine's doing, accepted visibly (tests/_timing.py), never silently, and
+    # only then; on a machine that was not oversubscribed it fails the test.
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    starved = [m for m in others if m["outcome"] == "ERROR" and load > cpus and re.fullmatch(
         r"only \d+ I/Os; a p99 needs at least 1000 .*", m["note"], re.S)]
     for m in starved:
-        accept_unfair(record, f"{m['name']}: {m['note']}")
+        accept_unfair(record, f"{m['name']}: {m['note']}; load average {load:.1f} on {cpus} "
+                              "CPUs")
     assert all(m["outcome"] in ("PASS", "NOT APPLICABLE") for m in others
                if m not in starved), others
     assert any(m["name"] == "Required mount options" and m["outcome"] == "PASS"
