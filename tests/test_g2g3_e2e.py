@@ -257,6 +257,11 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
                for m in ms.values())
     assert ms["Soak request errors"]["outcome"] == "PASS"
     assert ms["fio verify errors"]["outcome"] == "PASS"
+    # The floor holds the soak against its own first span; G3's figure (another load) is shown.
+    floor = ms["Lowest span throughput"]
+    assert floor["limit"]["relative_to"] == "the soak's first span (window #1)", floor
+    assert any(e.startswith("for the record, not judged: G3's candidate probe throughput")
+               for e in floor["evidence"]), floor["evidence"]
     assert record["facts"]["windows"] == ("6 of 6 committed; the first 1 (one window) left out "
                                           "of throughput and TTFT as the warm-up")
     assert any(d.startswith("shortened: not a 72-hour sign-off") for d in record["deviations"])

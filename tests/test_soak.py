@@ -145,36 +145,63 @@ def noisy(i):
 
 
 def test_the_throughput_floor_holds_spans_not_single_windows():
-    g3 = 100.0
     # One slow window in a steady 72-hour soak: its hour's median stays at the operating point.
     dip = windows(864, throughput=lambda i: 80.0 if i == 500 else 100.0 * noisy(i))
-    m = throughput_floor(dip, LIMITS, g3)
+    m = throughput_floor(dip, LIMITS)
     assert m.outcome is Outcome.PASS, m
     assert "window #500: 80 tok/s" in m.evidence and "72 spans" in m.note
-    assert m.limit.key == "g4.throughput_floor" and "G3" in m.limit.relative_to
-    # A steady array on a noisy machine (5 % per window, seeded): the lowest of 864 windows
+    assert m.limit.key == "g4.throughput_floor" and m.limit.unit == "%"
+    assert m.limit.relative_to == "the soak's first span (windows #0-#11)"
+    # A steady array on a noisy machine (4 % per window, seeded): the lowest of 864 windows
     # falls under 90 %, which the old every-window rule failed; every hour clears it.
     rng = random.Random(7)
-    steady = [100.0 * rng.gauss(1.0, 0.05) for _ in range(864)]
+    steady = [100.0 * rng.gauss(1.0, 0.04) for _ in range(864)]
     assert min(steady) < 90.0
-    assert throughput_floor(windows(864, throughput=lambda i: steady[i]), LIMITS,
-                            g3).outcome is Outcome.PASS
-    assert throughput_floor(dip, LIMITS, None).outcome is Outcome.ERROR
+    assert throughput_floor(windows(864, throughput=lambda i: steady[i]),
+                            LIMITS).outcome is Outcome.PASS
+    # One span has nothing to hold against the first: an ERROR that says so, never a PASS.
+    one = throughput_floor(windows(1), LIMITS)
+    assert one.outcome is Outcome.ERROR and "one span" in one.note
+
+
+def test_the_floor_is_the_soaks_own_first_span_and_g3s_figure_is_only_shown():
+    """G3's throughput is another load (probes on restored contexts): whatever it was, the
+    same windows get the same verdict, and the figure is shown for the record."""
+    steady = windows(864, throughput=lambda i: 100.0 * noisy(i))
+    alone = throughput_floor(steady, LIMITS)
+    for g3 in (50.0, 100.0, 400.0):
+        m = throughput_floor(steady, LIMITS, g3_throughput=g3)
+        assert (m.outcome, m.value, m.interval) == (alone.outcome, alone.value, alone.interval)
+        said = [e for e in m.evidence if e.startswith("for the record, not judged")]
+        assert said and f"{g3:.4g} tok/s" in said[0], m.evidence
+    assert alone.outcome is Outcome.PASS
+    assert not any("for the record" in e for e in alone.evidence)
+    # A soak steady at half of what G3 measured holds its operating point: not a FAIL.
+    assert throughput_floor(steady, LIMITS, g3_throughput=200.0).outcome is Outcome.PASS
 
 
 def test_a_sustained_drop_fails_and_one_near_the_floor_is_marginal():
-    g3 = 100.0
     hour = range(600, 612)  # the windows of one hour
     lost = windows(864, throughput=lambda i: (80.0 if i in hour else 100.0) * noisy(i))
-    m = throughput_floor(lost, LIMITS, g3)
-    assert m.outcome is Outcome.FAIL and m.interval[1] < 90.0
-    assert "windows #600-#611, 12 windows" in m.evidence[0] and "1 of 72 spans" in m.note
+    m = throughput_floor(lost, LIMITS)
+    assert m.outcome is Outcome.FAIL and m.interval[1] < 90.0 and m.value == pytest.approx(80.0)
+    assert "windows #600-#611, 12 windows" in m.evidence[0] and "1 of 71 later spans" in m.note
     near = windows(864, throughput=lambda i: (91.0 if i in hour else 100.0) * noisy(i))
-    m = throughput_floor(near, LIMITS, g3)
+    m = throughput_floor(near, LIMITS)
     assert m.outcome is Outcome.MARGINAL and m.interval[0] < 90.0 < m.interval[1], m
     assert "crosses the floor" in m.note
-    exact = windows(864, throughput=90.0)  # no noise: the interval is the point; inclusive
-    assert throughput_floor(exact, LIMITS, g3).outcome is Outcome.PASS
+    # No noise but the one step after the first hour: a point either side of the floor.
+    over = windows(864, throughput=lambda i: 100.0 if i < 12 else 91.0)
+    assert throughput_floor(over, LIMITS).outcome is Outcome.PASS
+    under = windows(864, throughput=lambda i: 100.0 if i < 12 else 89.0)
+    assert throughput_floor(under, LIMITS).outcome is Outcome.FAIL
+
+
+def test_a_window_without_output_fails_the_floor():
+    idle = windows(864, throughput=lambda i: 0.0 if i == 300 else 100.0)
+    m = throughput_floor(idle, LIMITS)
+    assert m.outcome is Outcome.FAIL and m.value == 0.0
+    assert m.evidence == ["window #300: no output tokens in 300 s"]
 
 
 # The demo's G4 rehearsals measured 2026-12-02 on the 2-core VM (fresh clones, simulator
@@ -209,6 +236,22 @@ def test_the_demo_rehearsal_leaves_its_cold_first_window_out(demo):
         "g4.ttft_drift"].value < -15  # the cold window read as an improvement
 
 
+def test_a_demo_whose_soak_ran_below_g3s_probe_figure_is_not_failed_for_it():
+    """A fresh-clone demo of 2026-12-05 (simulator arms, 20 s windows) whose G4 FAILED the old
+    floor, 90 % of G3's 1,108 tok/s: every window ran at 72-79 % of it, steadily. G3's figure is
+    a burst of probes on restored contexts, not the soak's multi-turn load; held against its
+    own first span the soak kept its operating point."""
+    g3, tputs = 1108.4, [833.6, 845.6, 871.7, 843.1, 799.6, 846.2]
+    plan = SoakPlan(run_id="r", duration=120, window=20, g3_throughput=g3, warmup_windows=1)
+    runs = windows(6, seconds=20.0, throughput=lambda i: tputs[i], ttft=0.5)
+    floor = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}["g4.throughput_floor"]
+    assert floor.outcome in (Outcome.PASS, Outcome.REPORTED), floor
+    assert floor.limit.relative_to == "the soak's first span (window #1)"
+    assert "G3's candidate probe throughput at this concurrency was 1108 tok/s" in \
+        "".join(floor.evidence) and "the first span ran at 76.3 % of it" in "".join(
+        floor.evidence)
+
+
 def test_only_a_rehearsals_undecided_trend_rules_are_reported_not_judged():
     """The same six windows: a rehearsal reports what it cannot decide; a full soak's
     MARGINAL stays MARGINAL; a decided FAIL stays FAIL in a rehearsal too."""
@@ -230,11 +273,13 @@ def test_only_a_rehearsals_undecided_trend_rules_are_reported_not_judged():
             assert short[id] == long[id]
     others = set(short) - set(TREND_RULES) - {"g4.effective_duration"}  # that one is the plan's
     assert {id: short[id] for id in others} == {id: long[id] for id in others}
-    # A rehearsal whose windows decide: throughput half of G3's, quietly, is a FAIL there too.
-    slow = windows(6, seconds=20.0, throughput=lambda i: g3 / 2 * (1 + 0.01 * (i % 2)))
+    # A rehearsal whose windows decide: throughput halved after its first span, quietly, is a
+    # FAIL there too (12 windows of 10 s: spans of two).
+    slow = windows(12, seconds=10.0, throughput=lambda i: (g3 if i < 2 else g3 / 2) * (
+        1 + 0.01 * (i % 2)))
     floor = {m.id: m for m in soak_measurements(slow, [], rehearsal, LIMITS)}[
         "g4.throughput_floor"]
-    assert floor.outcome is Outcome.FAIL
+    assert floor.outcome is Outcome.FAIL, floor
 
 
 def test_the_warm_up_still_counts_its_errors():
@@ -356,9 +401,9 @@ def _rates(make, sims=300, seed=24):
 def test_the_trend_rules_risks_on_seeded_noise_are_within_the_stated_risk():
     # 36 windows (12 min of 20 s windows) with 5 % log-normal noise per window, seeded: the
     # rules' one-sided risk at confidence 0.95 is 2.5 %; 300 soaks, so allow Monte Carlo error.
-    def soak(rng, drift=0.0, tput=lambda i: 1.0):
+    def soak(rng, drift=0.0, tput=lambda i: 1.0, noise=0.05):
         return windows(36, seconds=20.0,
-                       throughput=lambda i: 100.0 * tput(i) * math.exp(rng.gauss(0, 0.05)),
+                       throughput=lambda i: 100.0 * tput(i) * math.exp(rng.gauss(0, noise)),
                        ttft=lambda i: 0.1 * math.exp(rng.gauss(0, 0.05)) * (
                            1 + drift if i >= 18 else 1.0))
     steady = _rates(lambda rng: ttft_drift(soak(rng), LIMITS))
@@ -367,7 +412,16 @@ def test_the_trend_rules_risks_on_seeded_noise_are_within_the_stated_risk():
     assert steady[Outcome.FAIL] <= 0.05 and at_limit[Outcome.PASS] <= 0.05, (steady, at_limit)
     assert steady[Outcome.PASS] >= 0.5 and far[Outcome.FAIL] >= 0.9, (steady, far)
     span_at_floor = _rates(lambda rng: throughput_floor(
-        soak(rng, tput=lambda i: 0.9 if 12 <= i < 18 else 1.0), LIMITS, 100.0))
-    level = _rates(lambda rng: throughput_floor(soak(rng), LIMITS, 100.0))
+        soak(rng, tput=lambda i: 0.9 if 12 <= i < 18 else 1.0), LIMITS))
+    level = _rates(lambda rng: throughput_floor(soak(rng), LIMITS))
+    lost = _rates(lambda rng: throughput_floor(
+        soak(rng, tput=lambda i: 0.7 if 12 <= i < 18 else 1.0), LIMITS))
     assert span_at_floor[Outcome.PASS] <= 0.05 and level[Outcome.FAIL] <= 0.05
-    assert level[Outcome.PASS] >= 0.9, level
+    assert lost[Outcome.FAIL] >= 0.9, lost
+    # The floor's reference is the soak's own first span, so its noise is in every comparison,
+    # as the drift rule's first span is: at 5 % per window a steady 12-minute soak PASSes about
+    # half the time (57 % in 300 seeded soaks; never FAILed), at 3 % all but never MARGINAL.
+    # (Held against G3's figure as if it were exact, the old rule PASSed 90 %: it ignored that
+    # figure's own noise, and that G3's figure is another load.)
+    quiet = _rates(lambda rng: throughput_floor(soak(rng, noise=0.03), LIMITS))
+    assert level[Outcome.PASS] >= 0.4 and quiet[Outcome.PASS] >= 0.95, (level, quiet)

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -324,17 +325,20 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
 
 def test_a_simulator_that_slows_down_partway_fails_the_throughput_floor(tmp_path, store):
     def switch(sim, window):
-        if window.index == 1:
+        if window.index == 7:
             sim.faults(stall_every=1, stall_s=0.3)  # every request stalls 0.3 s mid-stream
-    # 24 short windows: with 4 the one step from fast to slow is most of what the windows'
-    # noise is estimated from, and the rule (rightly) cannot tell the step from noise.
+    # 24 short windows, spans of 4: the first two spans healthy (the first is the floor's
+    # reference), then the tier slows. With 4 windows the one step from fast to slow is most of
+    # what the windows' noise is estimated from, and the rule (rightly) cannot tell it from noise.
     soak = real_soak(tmp_path, store, 12.0, on_window=switch, window=0.5)
     windows = SoakStore(store).windows("soak-1")
-    g3 = min(w.throughput for w in windows[:2])  # as if G3 had measured the healthy tier
-    plan = soak.plan.model_copy(update={"g3_throughput": g3})
-    got = {m.name: m for m in soak_measurements(windows, [], plan, G4Limits())}
+    got = {m.name: m for m in soak_measurements(windows, [], soak.plan, G4Limits())}
     floor = got["Lowest span throughput"]
-    assert floor.outcome is Outcome.FAIL and "window #2: " in "".join(floor.evidence)
+    # The reference is the first sixth of the soak's time: healthy windows only.
+    reference = re.fullmatch(r"the soak's first span \(windows #0-#(\d+)\)",
+                             floor.limit.relative_to or "")
+    assert reference and int(reference[1]) <= 7, floor.limit
+    assert floor.outcome is Outcome.FAIL and "window #8: " in "".join(floor.evidence), floor
     assert got["Soak request errors"].outcome is Outcome.PASS  # slow, not failing
 
 

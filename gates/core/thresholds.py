@@ -163,7 +163,8 @@ class G4Limits(Strict):
     request_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
     verify_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
     throughput_floor: Annotated[Percent, FLOOR] = Field(default=90.0, le=100.0, description=(
-        "a share of G3's throughput that every span's median window must reach"))
+        "a share of the soak's first span's throughput (after the warm-up) that every later "
+        "span's median window must reach"))
     ttft_drift_max: Annotated[Percent, CEILING] = 10.0
     gap_max: Annotated[Duration, CEILING] = 1800.0
 
