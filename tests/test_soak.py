@@ -247,6 +247,7 @@ def test_a_demo_whose_soak_ran_below_g3s_probe_figure_is_not_failed_for_it():
     floor = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}["g4.throughput_floor"]
     assert floor.outcome in (Outcome.PASS, Outcome.REPORTED), floor
     assert floor.limit.relative_to == "the soak's first span (window #1)"
+    assert floor.evidence[1].startswith("first span (window #1, 1 window): median 845.6 tok/s")
     assert "G3's candidate probe throughput at this concurrency was 1108 tok/s" in \
         "".join(floor.evidence) and "the first span ran at 76.3 % of it" in "".join(
         floor.evidence)

@@ -86,10 +86,10 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
         decisive, (share, lo, hi), _ = min(judged, key=lambda j: j[1][1])
     below = [f"window #{w.index}: {w.throughput:.4g} tok/s" for w in windows
              if w.throughput < floor / 100 * reference]
-    evidence = [f"lowest later span ({_where(decisive)}, {len(decisive)} windows): median "
+    evidence = [f"lowest later span ({_where(decisive)}, {_count(decisive)}): median "
                 f"{share / 100 * reference:.4g} tok/s, {share:.3g} % of the first span's, "
                 f"interval [{lo:.3g}, {hi:.3g}] %",
-                f"first span ({_where(first)}, {len(first)} windows): median {reference:.4g} "
+                f"first span ({_where(first)}, {_count(first)}): median {reference:.4g} "
                 f"tok/s; the floor {floor:g} % of it is {floor / 100 * reference:.4g} tok/s",
                 f"window-to-window noise of the throughput: {noise * 100:.3g} % over "
                 f"{len(windows)} windows; {len(below)} single windows below the floor",
@@ -114,6 +114,10 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
 def _where(block: list[WindowRecord]) -> str:
     return (f"windows #{block[0].index}-#{block[-1].index}" if len(block) > 1 else
             f"window #{block[0].index}")
+
+
+def _count(block: list[WindowRecord]) -> str:
+    return f"{len(block)} window{'s' * (len(block) != 1)}"
 
 
 def _for_the_record(g3_throughput: float | None, reference: float) -> list[str]:
