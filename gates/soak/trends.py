@@ -42,7 +42,7 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
 
     The reference is the soak's own first span (after the warm-up): the same engine, load and
     machine set-up as every span held against it. G3's figure is another load (a burst of
-    probes on restored contexts, against closed-loop multi-turn sessions: the soak ran at 76-98 %
+    probes on restored contexts, against closed-loop multi-turn sessions: the soak ran at 64-98 %
     of it on one site, moving with G3's workload and engine, not with the array), so it is
     shown, never judged. A span is an hour (1/6 of a shorter run), not a window: the lowest of
     864 windows falls ~3 window-noises under their mean on a steady array. Each later span's
