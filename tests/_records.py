@@ -58,7 +58,8 @@ def modelled_repetitions(arm: str, workload: WorkloadSettings, levels: list[int]
         out += [Repetition(arm=arm, concurrency=c, repetition=r, ttfts=ttfts,
                            output_throughput=workload.contexts * workload.output_tokens / span,
                            sent=workload.contexts, errors=0, simulated=True,
-                           server=f"{p.model_id} ({FIXTURE})") for r in range(repetitions)]
+                           # the simulator's word for itself (gates.proof.identity)
+                           server=f"kvgate-sim ({FIXTURE})") for r in range(repetitions)]
     return out
 
 

@@ -265,6 +265,8 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
     assert record["facts"]["windows"] == ("6 of 6 committed; the first 1 (one window) left out "
                                           "of throughput and TTFT as the warm-up")
     assert any(d.startswith("shortened: not a 72-hour sign-off") for d in record["deviations"])
+    # G3's candidate said it was the simulator, and so did the soak's server: the same engine.
+    assert not any(d.startswith("G4 soaked") for d in record["deviations"]), record["deviations"]
     status = subprocess.run([sys.executable, "-m", "gates.cli", "soak", "status", "--out",
                              str(world / "soak")], capture_output=True, text=True, timeout=60)
     assert status.returncode == 0 and "window 6/6" in status.stdout

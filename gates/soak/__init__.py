@@ -5,9 +5,18 @@ from .metrics import SoakExporter
 from .resume import carry_engine_logs, changed_files, log_summary, start_options
 from .rules import SoakPlan
 from .runner import SoakRunner
-from .setup import SetupError, collectors, operating_point, soak_load, soak_plan
+from .setup import (
+    OperatingPoint,
+    SetupError,
+    collectors,
+    operating_point,
+    other_engine,
+    soak_load,
+    soak_plan,
+)
 
 __all__ = [
+    "OperatingPoint",
     "SetupError",
     "SoakExporter",
     "SoakPlan",
@@ -18,6 +27,7 @@ __all__ = [
     "collectors",
     "log_summary",
     "operating_point",
+    "other_engine",
     "soak_command",
     "soak_load",
     "soak_plan",

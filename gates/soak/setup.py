@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ..core import G4Limits, GateRecord, Site, format_duration, median, soak_problem
 from ..inference import Repetition
 from ..loadgen import Endpoint, LoadSettings, multi_turn
+from ..proof import ServerIdentity
 from ..storage import CommandRunner
 from ..store import Store, sha256_file
 from .fio_verify import FioVerify
@@ -20,14 +22,23 @@ from .rules import SoakPlan, StartOptions
 
 G3_FILE = "g3-candidate-repetitions.json"
 VERIFY_DIR = "kvgate-soak-verify"
+UNKNOWN = ServerIdentity().engine  # what a server that would not say what it is is called
 
 
 class SetupError(Exception):
     """G4 cannot start: the message says what is missing."""
 
 
-def operating_point(store: Store, g3: GateRecord) -> tuple[int, float]:
-    """G3's highest concurrency level and its median candidate throughput (tok/s)."""
+class OperatingPoint(NamedTuple):
+    """G3's highest level, its median candidate throughput, and what G3's server said it was."""
+
+    concurrency: int
+    throughput: float  # tok/s, G3's probe: shown beside G4's floor, not judged
+    served_by: tuple[str, ...] = ()  # Repetition.server at that level; () in older records
+
+
+def operating_point(store: Store, g3: GateRecord) -> OperatingPoint:
+    """G3's highest concurrency level, its median candidate throughput, its server's word."""
     path = store.run_dir(g3.run_id) / "evidence" / G3_FILE
     if not path.exists() or sha256_file(path) != g3.evidence.get(f"evidence/{G3_FILE}"):
         raise SetupError(f"G3's repetitions {path} are missing or altered (SHA-256 does not "
@@ -37,7 +48,30 @@ def operating_point(store: Store, g3: GateRecord) -> tuple[int, float]:
     tputs = [r.output_throughput for r in reps if r.concurrency == top and r.output_throughput]
     if not tputs:
         raise SetupError(f"G3 run {g3.run_id} has no throughput at concurrency {top}")
-    return top, median(tputs)
+    said = tuple(sorted({r.server for r in reps if r.concurrency == top and r.server}))
+    return OperatingPoint(top, median(tputs), said)
+
+
+def other_engine(point: OperatingPoint, soak: ServerIdentity) -> str:
+    """A deviation when the soak's server is not the engine G3 measured; "" when it is.
+
+    Engine and version are compared (how each found out may differ); an engine that could not
+    say what it is is not the same one. Older G3 records named no server: nothing to compare.
+    """
+    if not point.served_by:
+        return ""
+    soak_name = _name(soak.describe())
+    known = soak.engine != UNKNOWN and soak_name
+    if known and {_name(s) for s in point.served_by} == {soak_name}:
+        return ""
+    return (f"G4 soaked {soak.describe()}, not the engine G3 measured "
+            f"({'; '.join(point.served_by)}): the soak says how that engine holds on this "
+            "storage, not how G3's does")
+
+
+def _name(described: str) -> str:
+    """ "vllm 0.11.0 (GET /v1/models owned_by)" -> "vllm 0.11.0" (ServerIdentity.describe)."""
+    return described.split(" (", 1)[0].strip()
 
 
 def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | None,
