@@ -22,6 +22,7 @@ Targets: P(PASS | drift at +-10 %) <= 2.5 % and P(PASS | a span at 90 %) <= 2.5 
 rule's one-sided risk at [decision] confidence 0.95), P(FAIL | steady) <= 2.5 %.
 
     python bench/soak_risk.py --record /tmp/demo1*/reports/kvgate.sqlite   # once, then:
+    python bench/soak_risk.py --add --record /tmp/demo2*/reports/kvgate.sqlite  # more runs
     python bench/soak_risk.py                                               # 2000 soaks each
     python bench/soak_risk.py --sims 500 --plain
 """
@@ -66,6 +67,17 @@ def record(stores: list[Path], warmup: int) -> dict:
                 "ttft_p50": [w["ttft_p50"] for w in kept]})
     return {"what": "G4 windows of `make demo` runs (simulator arms), warm-up left out",
             "recorded": machine(), "warmup_windows": warmup, "runs": runs}
+
+
+def added(old: dict, new: dict) -> dict:
+    """The old recording with the new one's runs that it does not hold yet."""
+    if old.get("warmup_windows") != new["warmup_windows"]:
+        raise SystemExit(f"the recording left {old.get('warmup_windows')} warm-up windows out, "
+                         f"--warmup says {new['warmup_windows']}: one recording, one warm-up")
+    held = {r["run_id"] for r in old["runs"]}
+    runs = [r for r in new["runs"] if r["run_id"] not in held]
+    return {**old, "recorded": f"{old['recorded']}; {len(runs)} runs added {new['recorded']}",
+            "runs": old["runs"] + runs}
 
 
 def residuals(data: dict, key: str) -> list[list[float]]:
@@ -119,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--record", nargs="+", type=Path, metavar="STORE",
                     help="read the G4 windows of these kvgate.sqlite stores into " + str(DATA))
+    ap.add_argument("--add", action="store_true",
+                    help="with --record: add those stores' runs to the recording, not replace it")
     ap.add_argument("--warmup", type=int, default=1, help="windows left out per run (1)")
     ap.add_argument("--sims", type=int, default=2000, help="synthetic soaks per row (2000)")
     ap.add_argument("--seed", type=int, default=24)
@@ -126,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.record:
         data = record(args.record, args.warmup)
+        if args.add and DATA.exists():
+            data = added(json.loads(DATA.read_text()), data)
         DATA.write_text(json.dumps(data, indent=1) + "\n")
         print(f"{sum(len(r['throughput']) for r in data['runs'])} windows of "
               f"{len(data['runs'])} runs -> {DATA}")

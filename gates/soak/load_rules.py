@@ -63,9 +63,10 @@ REHEARSED = ("a shortened rehearsal judges only what its minutes can decide: thi
 def rehearsed(measured: Measurement) -> Measurement:
     """A shortened soak's undecided trend rule: REPORTED with its limit, interval and reason.
 
-    Measured on this VM (README, bench/soak_risk.py): even 48 minutes of 20-second windows
-    PASS a drift-free soak only 23 % of the time, so a 2-minute rehearsal's trend rules are
-    MARGINAL whatever the array does; a MARGINAL there says nothing about the array and would
+    Measured on this VM (bench/README.md §7, bench/soak_risk.py on recorded windows): a
+    2-minute rehearsal PASSes a drift-free soak's drift 0.4 % of the time and a steady floor 8 %
+    (48 minutes of 20-second windows: 80 % and 99 %), so its trend rules are MARGINAL whatever
+    the array does; a MARGINAL there says nothing about the array and would
     end every rehearsal the same way. Only MARGINAL changes: a rehearsal that could decide
     keeps its PASS or FAIL, and the rehearsal mark keeps the record from any ACCEPT.
     """
