@@ -169,15 +169,13 @@ def test_the_floor_is_the_soaks_own_first_span_and_g3s_figure_is_only_shown():
     same windows get the same verdict, and the figure is shown for the record."""
     steady = windows(864, throughput=lambda i: 100.0 * noisy(i))
     alone = throughput_floor(steady, LIMITS)
-    for g3 in (50.0, 100.0, 400.0):
+    for g3 in (50.0, 100.0, 200.0, 400.0):  # the soak steady at half of G3's figure too
         m = throughput_floor(steady, LIMITS, g3_throughput=g3)
         assert (m.outcome, m.value, m.interval) == (alone.outcome, alone.value, alone.interval)
         said = [e for e in m.evidence if e.startswith("for the record, not judged")]
         assert said and f"{g3:.4g} tok/s" in said[0], m.evidence
     assert alone.outcome is Outcome.PASS
     assert not any("for the record" in e for e in alone.evidence)
-    # A soak steady at half of what G3 measured holds its operating point: not a FAIL.
-    assert throughput_floor(steady, LIMITS, g3_throughput=200.0).outcome is Outcome.PASS
 
 
 def test_a_sustained_drop_fails_and_one_near_the_floor_is_marginal():

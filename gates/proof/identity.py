@@ -30,18 +30,35 @@ ANSWER_MAX = 1 << 20
 ANSWER_SECONDS = 10.0
 
 
+UNKNOWN = "unknown"  # the engine of a server that did not say what it is
+
+
 class ServerIdentity(BaseModel):
     """What a server said it is, and what said so."""
 
-    engine: str = "unknown"  # "kvgate-sim", "vllm", "sglang", an owned_by value, or "unknown"
+    engine: str = UNKNOWN  # "kvgate-sim", "vllm", "sglang", an owned_by value, or UNKNOWN
     version: str = ""
     simulated: bool = False
     evidence: str = ""
 
+    @property
+    def name(self) -> str:
+        """Engine and version: "vllm 0.32.0"."""
+        return f"{self.engine} {self.version}".strip()
+
+    @property
+    def known(self) -> bool:
+        """The server said what it is."""
+        return self.engine != UNKNOWN
+
     def describe(self) -> str:
         """One line for the record: "vllm 0.32.0 (GET /v1/models owned_by, GET /version)"."""
-        name = f"{self.engine} {self.version}".strip()
-        return f"{name} ({self.evidence})" if self.evidence else name
+        return f"{self.name} ({self.evidence})" if self.evidence else self.name
+
+    @staticmethod
+    def name_of(described: str) -> str:
+        """The name in a line ``describe`` wrote (records keep that line): "vllm 0.32.0"."""
+        return described.split(" (", 1)[0].strip()
 
 
 def identify(models: Any, headers: Mapping[str, str], version: Any = None) -> ServerIdentity:
@@ -85,7 +102,7 @@ async def server_identity(url: str, api_key: str = "") -> ServerIdentity:
     async with aiohttp.ClientSession(headers=headers) as session:
         models, seen, why = await _get(session, url.rstrip("/") + "/v1/models")
         found = identify(models, seen)
-        if why and found.engine == "unknown":
+        if why and not found.known:
             return found.model_copy(update={"evidence": why})
         if found.engine in VERSION_PATHS:
             version, _, _ = await _get(session, url.rstrip("/") + VERSION_PATHS[found.engine])

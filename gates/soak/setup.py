@@ -22,7 +22,6 @@ from .rules import SoakPlan, StartOptions
 
 G3_FILE = "g3-candidate-repetitions.json"
 VERIFY_DIR = "kvgate-soak-verify"
-UNKNOWN = ServerIdentity().engine  # what a server that would not say what it is is called
 
 
 class SetupError(Exception):
@@ -60,18 +59,11 @@ def other_engine(point: OperatingPoint, soak: ServerIdentity) -> str:
     """
     if not point.served_by:
         return ""
-    soak_name = _name(soak.describe())
-    known = soak.engine != UNKNOWN and soak_name
-    if known and {_name(s) for s in point.served_by} == {soak_name}:
+    if soak.known and {ServerIdentity.name_of(s) for s in point.served_by} == {soak.name}:
         return ""
     return (f"G4 soaked {soak.describe()}, not the engine G3 measured "
             f"({'; '.join(point.served_by)}): the soak says how that engine holds on this "
             "storage, not how G3's does")
-
-
-def _name(described: str) -> str:
-    """ "vllm 0.11.0 (GET /v1/models owned_by)" -> "vllm 0.11.0" (ServerIdentity.describe)."""
-    return described.split(" (", 1)[0].strip()
 
 
 def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | None,

@@ -62,9 +62,9 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
             f"window #{w.index}: no output tokens in {w.seconds:.0f} s" for w in idle][:20],
             note=f"{len(idle)} of {len(windows)} windows produced no output")
     if not later:
-        return Measurement.error(name, f"{len(windows)} window{'s' * (len(windows) > 1)} after "
-                                       "the warm-up make one span: the floor holds later spans "
-                                       "against the first, so it needs two or more", limit)
+        return Measurement.error(name, f"{_count(windows)} after the warm-up make one span: "
+                                       "the floor holds later spans against the first, so it "
+                                       "needs two or more", limit)
     reference = statistics.median(w.throughput for w in first)
     noise = window_noise([w.throughput for w in windows])
     z = quantile(confidence, len(windows))
