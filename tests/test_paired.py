@@ -6,7 +6,6 @@ effect, so they say what the method does, not what this machine did today.
 
 import math
 import random
-import statistics
 from fractions import Fraction
 
 import pytest
@@ -33,26 +32,52 @@ from gates.core.paired import (
     to_percent,
 )
 from gates.core.spending import _extend
-from gates.inference import look_plan
+from gates.engines import abba_pair
+from gates.inference import Repetition, level_looks, look_plan
 
 REDUCTION = Limit.at_least(25.0, "%", key="g3.ttft_p50_reduction_min")
 GAIN = Limit.at_least(29.0, "%", key="g3.throughput_gain_min")
 PLAN = LookPlan(looks=(7, 14, 28), alpha=0.025)
 
 
-def pairs(n, reduction, sd, seed=0, drift=0.0):
-    """n (baseline, candidate) TTFT p50s whose true (median) reduction is ``reduction`` %.
-
-    drift: the machine slows by this fraction per pair, on both arms of a pair alike.
-    """
+def pairs(n, reduction, sd, seed=0):
+    """n (baseline, candidate) TTFT p50s whose true (median) reduction is ``reduction`` %."""
     rng = random.Random(seed)
     base, cand = [], []
-    for i in range(n):
-        machine = 1 + drift * i
-        b = 2.0 * machine * math.exp(rng.gauss(0, sd / 2))
+    for _ in range(n):
+        b = 2.0 * math.exp(rng.gauss(0, sd / 2))
         base.append(b)
         cand.append(b * (1 - reduction / 100) * math.exp(rng.gauss(0, sd)))
     return base, cand
+
+
+QUEUE = 16  # requests queued behind each other in one repetition
+
+
+class _Arm:
+    """An arm whose repetition queues QUEUE requests (request q's TTFT: (0.36 + 0.11 q) s of
+    service, scaled by the arm's speedup and the machine's slowness when the repetition ran)."""
+
+    def __init__(self, name, speedup, machine, clock, sd, rng):
+        self.name, self.speedup, self.machine, self.clock = name, speedup, machine, clock
+        self.sd, self.rng = sd, rng
+
+    def rep(self, c, i, again):
+        t = len(self.clock)  # this repetition's place in the schedule, both arms counted
+        self.clock.append(self.name)
+        slow = self.machine(t) * math.exp(self.rng.gauss(0, self.sd))
+        ttfts = [slow * self.speedup * (0.36 + 0.11 * q) for q in range(QUEUE)]
+        return Repetition(arm=self.name, concurrency=c, repetition=i, ttfts=ttfts,
+                          output_throughput=QUEUE * 64 / (slow * self.speedup * 4.0),
+                          sent=QUEUE, errors=0)
+
+
+def _run_pairs(n, machine, speedup, sd, rng):
+    """n pairs as G3 runs them (gates.engines.abba_pair), and the order the arms ran in."""
+    clock = []
+    arms = {"baseline": _Arm("baseline", 1.0, machine, clock, sd, rng),
+            "candidate": _Arm("candidate", speedup, machine, clock, sd, rng)}
+    return [abba_pair(arms, 1, i, 0, lambda _: None, lambda: None) for i in range(n)], clock
 
 
 # ---- the interval --------------------------------------------------------------------------
@@ -103,15 +128,18 @@ def test_interval_coverage_on_synthetic_pairs(n, shape):
 
 
 def test_a_staircase_inside_a_repetition_does_not_widen_the_interval():
-    """Queue position is not noise: only the repetition's p50 enters the pair."""
-    staircase = [0.36 + 0.11 * i for i in range(16)]  # one repetition's TTFTs, queued
-    flat = [statistics.median(staircase)] * 16
+    """Queue position is not noise: 16 requests queued behind each other in each repetition
+    (TTFTs 0.36 .. 2.01 s, a spread of 140 % of their median), slow states of the machine
+    that each last one pair (30 % sd), 2 % noise of a repetition's own. Through the real
+    path (Repetition -> ABBA pair -> G3's looks) the interval is the pairs' 2 %, not the queue's
+    140 % nor the slow states' 30 %."""
     rng = random.Random(3)
-    cand = [0.5 * statistics.median(staircase) * math.exp(rng.gauss(0, 0.02)) for _ in range(7)]
-    a = sign_interval(log_ratios([statistics.median(staircase)] * 7, cand), PLAN.level(7))
-    b = sign_interval(log_ratios([statistics.median(flat)] * 7, cand), PLAN.level(7))
-    assert a == pytest.approx(b)
-    assert a[2] - a[1] < 0.1  # the queue's 1.65 s spread is nowhere in it
+    state = [math.exp(rng.gauss(0, 0.3)) for _ in range(14)]  # pair i's machine speed
+    pairs_, _ = _run_pairs(14, lambda t: state[t // 2], speedup=0.5, sd=0.02, rng=rng)
+    final = level_looks(1, pairs_, G3Limits(), Decision(), spent=True)[
+        "g3.ttft_p50_reduction"].final
+    assert final.pairs == 7 and final.outcome == "PASS"  # 7 of 7 beyond the limit
+    assert final.lo <= 50.0 <= final.hi and final.hi - final.lo < 8.0, final
 
 
 def test_log_ratios_refuse_what_is_not_a_pair():
@@ -284,14 +312,24 @@ def test_a_gain_passes_on_throughput_with_the_same_rule():
     assert s.final.outcome == "PASS" and s.final.point == pytest.approx(60.0, abs=5)  # 7 pairs
 
 
-def test_aa_under_drift_does_not_pass():
-    """Both arms on one machine that slows 2 % a pair: paired, the drift cancels; no PASS."""
-    base, cand = pairs(28, 0.0, 0.03, drift=0.02)
-    s = sequential(log_ratios(base, cand), "reduction", REDUCTION, PLAN)
-    assert s.final.outcome == "FAIL"
-    # Unpaired (the old design: baseline minutes earlier) the same drift would read as a gain:
-    slow_candidate = [c * (1 + 0.02 * 28) for c in cand]
-    assert statistics.median(slow_candidate) > statistics.median(base)
+def test_aa_under_drift_does_not_pass(monkeypatch):
+    """A/A on a machine that slows 5 % of its first speed with every repetition, the drift
+    applied to each repetition at its place in the schedule (ABBA, gates.engines.abba_pair).
+    ABBA alternates which arm runs second (and slower): the pairs straddle 0 and a limit of 2 %
+    is not passed. The same schedule with the candidate always first reads the drift as a
+    reduction of 2-5 % in every pair, and passes: the drift is strong enough to be seen."""
+    low = G3Limits(ttft_p50_reduction_min=2.0, throughput_gain_min=2.0)
+
+    def aa():
+        pairs_, _ = _run_pairs(14, lambda t: 1 + 0.05 * t, speedup=1.0, sd=0.002,
+                               rng=random.Random(8))
+        return level_looks(1, pairs_, low, Decision(), spent=True)
+
+    for s in aa().values():
+        assert s.final.outcome != "PASS" and s.final.lo < 0 < s.final.hi, s.final
+        assert abs(s.final.point) < 1.5, s.final
+    monkeypatch.setattr("gates.engines.runner.ORDERS", (("candidate", "baseline"),) * 2)
+    assert all(s.final.outcome == "PASS" and s.final.lo > 2.0 for s in aa().values())
 
 
 def test_a_slow_repetition_now_and_then_does_not_move_the_decision():
