@@ -154,6 +154,16 @@ def test_a_row_that_could_not_be_read_makes_the_chain_an_error_before_any_fail()
     assert judge_chain([ENGINE]).word == "INCONCLUSIVE"
 
 
+def test_the_chain_word_is_judged_not_read_back_from_its_reason():
+    broken = Signal(kind=Kind.ENGINE, signal="the engine's counters (bad input)",
+                    agreement=Agreement.ERROR, note="vllm:x_total fell from 9 to 3")
+    verdict = judge_chain([ENGINE, broken])
+    reworded = verdict.model_copy(update={"reason": "Inconclusive-looking words, reworded"})
+    assert reworded.word == "ERROR" and reworded.outcome is Outcome.ERROR
+    unsure = judge_chain([ENGINE]).model_copy(update={"reason": "ERROR-looking words"})
+    assert unsure.word == "INCONCLUSIVE" and unsure.inconclusive
+
+
 def test_the_ranks_each_engine_labels():
     from gates.proof import labelled_ranks
 

@@ -53,6 +53,17 @@ def test_a_warm_gpu_cache_is_no_storage_proof():
     assert read.proven, read.proof_note
 
 
+def test_the_proof_word_is_the_chains_own_not_its_notes_first_word():
+    # the engine read the KV, no storage-side signal says so: INCONCLUSIVE, an ERROR outcome
+    unwatched = [(b, probed(c, device_read_bytes=None)) for b, c in pairs(0.2, 3.0)]
+    cpu = point(unwatched)
+    assert cpu.proof == "ERROR" and cpu.proof_word == "INCONCLUSIVE", cpu.proof_note
+    reworded = cpu.model_copy(update={"proof_note": "ERROR-looking words, reworded"})
+    assert reworded.proof_word == "INCONCLUSIVE"
+    stored = SweepPoint.model_validate_json(reworded.model_dump_json())
+    assert stored.proof_word == "INCONCLUSIVE"
+
+
 def test_failed_requests_leave_the_point_without_figures():
     p = point(pairs(0.5, 1.6, errors=1))
     assert p.error.startswith("3 failed requests") and p.ttft_reduction is None

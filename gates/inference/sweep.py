@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel
 
 from ..core import Decision, G3Limits, LookPlan, Outcome, log_ratios, sequential
-from ..proof import ProofContext, chain_measurement
+from ..proof import ChainWord, ProofContext, judge_chain
 from .comparison import METRICS, Pair, figures, limits_of
 from .g2g3 import level_chain
 
@@ -44,6 +44,7 @@ class SweepPoint(BaseModel):
     ttft_reduction: SweepFigure | None = None
     throughput_gain: SweepFigure | None = None
     proof: str = ""  # the evidence chain's outcome: PASS (storage read), FAIL, ERROR
+    proof_verdict: ChainWord | None = None  # the chain's own word (ERROR or INCONCLUSIVE)
     proof_note: str = ""
     seconds: float = 0.0
     set_aside: int = 0  # pairs measured again because the load generator was unfit in them
@@ -68,9 +69,7 @@ class SweepPoint(BaseModel):
         ERROR or FAIL (a signal disagreed)."""
         if self.proven:
             return "storage read"
-        if self.proof == Outcome.ERROR.value:
-            return "INCONCLUSIVE" if self.proof_note.startswith("INCONCLUSIVE") else "ERROR"
-        return self.proof or "not judged"
+        return str(self.proof_verdict or self.proof or "not judged")
 
 
 def sweep_plan(pairs: int, decision: Decision) -> LookPlan:
@@ -109,11 +108,11 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
         return point.model_copy(update={"error": f"{errors} failed requests: {texts}"})
     found = {id: sweep_figure(id, *lists, limits, decision)
              for (id, _, _), lists in zip(METRICS, (ttft, tput), strict=True)}
-    chain = chain_measurement("", level_chain(cand, [], proof, kv_bytes_per_token))
+    chain = judge_chain(level_chain(cand, [], proof, kv_bytes_per_token))
     return point.model_copy(update={
         "ttft_reduction": found["g3.ttft_p50_reduction"],
         "throughput_gain": found["g3.throughput_gain"],
-        "proof": chain.outcome.value, "proof_note": chain.note})
+        "proof": chain.outcome.value, "proof_verdict": chain.word, "proof_note": chain.reason})
 
 
 def _from_up(points: Sequence[SweepPoint], holds: Callable[[SweepPoint], bool]

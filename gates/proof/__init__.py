@@ -11,7 +11,7 @@ from .disks import (
     device_read_bytes,
     restore_gbps,
 )
-from .evidence import Signal, chain_measurement, evidence_table, judge_chain
+from .evidence import ChainWord, Signal, chain_measurement, evidence_table, judge_chain
 from .identity import ServerIdentity, server_identity
 from .measurements import storage_proof
 from .probe import ProbeEvidence, ProofContext, level_evidence
@@ -39,6 +39,7 @@ __all__ = [
     "StorageReads",
     "SysfsCounters",
     "attribute",
+    "ChainWord",
     "chain_measurement",
     "detect_engine",
     "device_read_bytes",

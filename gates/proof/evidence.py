@@ -67,18 +67,27 @@ class Signal(BaseModel):
         return f"{self.signal} = {value}, expected {self.expected or '—'}: {self.agreement}{extra}"
 
 
+class ChainWord(enum.StrEnum):
+    """The chain's verdict as `kvgate proof` prints it. A type of its own, set where the chain
+    is judged: rewording a reason never changes it (ERROR and INCONCLUSIVE are one outcome)."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    ERROR = "ERROR"  # a signal could not be read: bad input, named
+    INCONCLUSIVE = "INCONCLUSIVE"  # every signal read, and they cannot decide
+
+
 class ChainVerdict(BaseModel):
     """PASS, FAIL, ERROR or INCONCLUSIVE, with the reason a reader can check against the table."""
 
-    outcome: Outcome  # PASS, FAIL, or ERROR for ERROR and INCONCLUSIVE
+    word: ChainWord
     reason: str
 
     @property
-    def word(self) -> str:
-        """The verdict as `kvgate proof` prints it: PASS, FAIL, ERROR or INCONCLUSIVE."""
-        if self.outcome is not Outcome.ERROR:
-            return self.outcome.value
-        return "ERROR" if self.reason.startswith("ERROR") else "INCONCLUSIVE"
+    def outcome(self) -> Outcome:
+        """PASS, FAIL, or ERROR for both ERROR and INCONCLUSIVE (neither is ever a pass)."""
+        return {ChainWord.PASS: Outcome.PASS, ChainWord.FAIL: Outcome.FAIL}.get(
+            self.word, Outcome.ERROR)
 
     @property
     def inconclusive(self) -> bool:
@@ -90,36 +99,36 @@ def judge_chain(signals: list[Signal]) -> ChainVerdict:
     """The proof's verdict: every disagreement named, and PASS only for a complete chain."""
     broken = [s for s in signals if s.agreement is Agreement.ERROR]
     if broken:
-        return ChainVerdict(outcome=Outcome.ERROR, reason="ERROR: " + "; ".join(
+        return ChainVerdict(word=ChainWord.ERROR, reason="ERROR: " + "; ".join(
             f"{s.signal}: {s.note or s.expected}" for s in broken))
     against = [s for s in signals if s.agreement is Agreement.DISAGREES]
     void = [s for s in signals if s.voids_probe and s.agreement is Agreement.INCONCLUSIVE]
     if void:
-        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: " + "; ".join(
+        return ChainVerdict(word=ChainWord.INCONCLUSIVE, reason="INCONCLUSIVE: " + "; ".join(
             f"{s.signal}: {s.note or s.expected}" for s in void) + "".join(
             f"; so {s.signal} disagrees without judging the storage" for s in against))
     if against:
-        return ChainVerdict(outcome=Outcome.FAIL, reason="; ".join(
+        return ChainVerdict(word=ChainWord.FAIL, reason="; ".join(
             f"{s.signal} disagrees: {s.line()}" for s in against))
     unsure = [s for s in signals if s.agreement is Agreement.INCONCLUSIVE]
     if unsure:
-        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: " + "; ".join(
+        return ChainVerdict(word=ChainWord.INCONCLUSIVE, reason="INCONCLUSIVE: " + "; ".join(
             f"{s.signal}: {s.note or s.expected}" for s in unsure))
     agreeing = [s for s in signals if s.agreement is Agreement.AGREES]
     engine = [s for s in agreeing if s.kind is Kind.ENGINE]
     if not engine:
-        return ChainVerdict(outcome=Outcome.ERROR, reason="INCONCLUSIVE: no engine counter of "
-                            "storage reads is exposed, or none moved")
+        return ChainVerdict(word=ChainWord.INCONCLUSIVE, reason=(
+            "INCONCLUSIVE: no engine counter of storage reads is exposed, or none moved"))
     if not any(s.kind is Kind.STORAGE for s in agreeing):
-        return ChainVerdict(outcome=Outcome.ERROR, reason=(
+        return ChainVerdict(word=ChainWord.INCONCLUSIVE, reason=(
             "INCONCLUSIVE: no storage-side signal agrees (name the array's block devices in "
             "[topology] devices, or its NICs in [topology] interfaces for NVMe-oF)"))
     if all(s.caveat for s in engine) and not any(s.rules_out_memory for s in agreeing):
-        return ChainVerdict(outcome=Outcome.ERROR, reason=(
+        return ChainVerdict(word=ChainWord.INCONCLUSIVE, reason=(
             "INCONCLUSIVE: the engine's counters cannot tell storage from memory ("
             + "; ".join(f"{s.signal}: {s.caveat}" for s in engine)
             + ") and no control shows that memory could not have served the probe"))
-    return ChainVerdict(outcome=Outcome.PASS, reason="the engine's counters and the storage "
+    return ChainVerdict(word=ChainWord.PASS, reason="the engine's counters and the storage "
                         "side agree: " + ", ".join(s.signal for s in signals
                                                    if s.agreement is Agreement.AGREES))
 
