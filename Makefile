@@ -7,7 +7,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo sweep test check bench mutants tools browser engine clean
+.PHONY: demo sweep test check bench mutants tools browser faultfs engine clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -41,6 +41,15 @@ browser:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "the browser test needs chromium: sudo apt-get install chromium" >&2; fi; }
+
+# fuse3 (libfuse3 and fusermount3) for the fault filesystem the tests mount under the gates
+# (tests/faultfs/, with mfusepy from the test extras); without it those tests are skipped, with
+# the reason. Installed with apt-get when we are root.
+faultfs:
+	@command -v fusermount3 >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q fuse3; \
+	  else echo "the fault-injection tests need fuse3: sudo apt-get install fuse3" >&2; fi; }
 
 # Real inference engines for G2/G3, each with a tiny random-weight model, into ~/.cache/kvgate/
 # ($$KVGATE_CACHE moves it), instant when cached: llama.cpp's llama-server built from the
@@ -87,7 +96,7 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
-test: tools browser engine $(VENV)/.test-extras
+test: tools browser faultfs engine $(VENV)/.test-extras
 	@$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
@@ -96,7 +105,7 @@ test: tools browser engine $(VENV)/.test-extras
 # which"). Four workers: the end-to-end files wait on rate-limited disks, fio and engine
 # start-ups more than they use the CPU. `make test` is complete.
 CHECK_WORKERS ?= 4
-check: tools $(VENV)/.test-extras
+check: tools faultfs $(VENV)/.test-extras
 	@$(PYTEST) -n $(CHECK_WORKERS) --dist loadfile --no-loadscope-reorder -m "not real_engine"; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
