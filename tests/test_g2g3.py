@@ -139,8 +139,10 @@ def test_set_aside_unfit_pairs_are_named_not_judged_and_a_still_unfit_level_is_i
     pairs[8][3] = (base[3], cand[3].model_copy(update={"fit": False}))
     ms = by_name(g3_measurements(pairs, [], G3Limits(), Decision(), set_aside={8: aside * 2}))
     fit = ms["Load generator fit for a gate @ concurrency 8"]
+    # Both arms' kept repetitions are judged (issue #43 case 4): 1 of 14, the candidate's.
     assert fit.outcome is Outcome.ERROR and fit.note.startswith(
-        "INCONCLUSIVE: the load generator was unfit in 1 of 7 repetitions"), fit.note
+        "INCONCLUSIVE: the load generator was unfit in 1 of 14 repetitions (the control "
+        "baseline's 0 of 7, the candidate's 1 of 7)"), fit.note
     assert "2 unfit pairs set aside" in fit.note
 
 
