@@ -34,10 +34,14 @@ def by_name(measurements):
 
 
 def test_a_stable_baseline_passes_g2():
-    reps = [rep("baseline", i, 10.0 + 0.1 * i, 100.0 - i) for i in range(3)]
+    # CVs of 0.01 %: credibly under 5 % at the plan's first look (three repetitions).
+    reps = [rep("baseline", i, 10.0 + 0.001 * i, 100.0 - 0.01 * i) for i in range(3)]
     ms = by_name(g2_measurements(reps, G2Limits()))
-    assert ms["Baseline TTFT p50 @ concurrency 8"].value == 10.1
-    assert ms["Baseline TTFT p50 run-to-run CV @ concurrency 8"].outcome is Outcome.PASS
+    assert ms["Baseline TTFT p50 @ concurrency 8"].value == 10.001
+    cv = ms["Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.PASS and cv.interval[1] <= 5.0 and cv.interval_miss == 0.05
+    assert cv.note.startswith("CV 0.0 % [0.0, 0.1] over 3 repetitions, each end at 0.83 % "
+                              "(g2.cv_risk 5 % over looks at 3-8 repetitions)"), cv.note
     figures = {"Baseline TTFT p50 @ concurrency 8", "Baseline TTFT p99 @ concurrency 8",
                "Baseline output throughput @ concurrency 8"}
     # The absolute figures are reported (no limit holds them); every check passes.
@@ -46,11 +50,45 @@ def test_a_stable_baseline_passes_g2():
 
 
 def test_an_unstable_baseline_fails_g2_saying_so():
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    # CV 20 % over three: the lower bound (9 %) is above 5 %, credibly unstable.
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([8.0, 10.0, 12.0])]
     cv = by_name(g2_measurements(reps, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
-    assert cv.outcome is Outcome.FAIL and round(cv.value, 6) == 10.0
-    assert cv.note.startswith("baseline unstable: CV 10.0 % > 5 %")
+    assert cv.outcome is Outcome.FAIL and round(cv.value, 6) == 20.0 and cv.interval[0] > 5
+    assert cv.note.startswith("baseline unstable: TTFT p50 CV credibly above 5 %; CV 20.0 % "
+                              "[9.0, ∞] over 3 repetitions"), cv.note
+
+
+def test_a_cv_at_the_limit_over_three_repetitions_does_not_pass():
+    # Held as a point, CV 5.0 % <= 5 % passed; a true CV of 5 % gives that 63 % of the time.
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.5, 10.0, 10.5])]
+    cv = by_name(g2_measurements(reps, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR and cv.interval[0] < 5 < cv.interval[1]
+    assert cv.note.startswith("INCONCLUSIVE: TTFT p50 CV neither credibly under nor over 5 % "
+                              "after 3 of at most 8 repetitions (g2.repetitions_max); the level "
+                              "ended before its budget"), cv.note
+
+
+def test_an_undecided_cv_at_the_budget_is_inconclusive_naming_its_interval():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.5, 10.5] * 4)]
+    cv = by_name(g2_measurements(reps, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR and cv.interval[0] < 5 < cv.interval[1]
+    lo, hi = cv.interval
+    assert cv.note.startswith(
+        "INCONCLUSIVE: TTFT p50 CV neither credibly under nor over 5 % after 8 of at most 8 "
+        f"repetitions (g2.repetitions_max); CV 5.3 % [{lo:.1f}, {hi:.1f}] over 8 "
+        "repetitions"), cv.note
+
+
+def test_fewer_repetitions_than_the_first_look_decide_nothing():
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([5.0, 20.0])]
+    cv = by_name(g2_measurements(reps, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR
+    assert cv.note.startswith("INCONCLUSIVE: 2 repetitions, fewer than the plan's first look "
+                              "(g2.repetitions 3)"), cv.note
 
 
 def test_baseline_errors_fail_g2_and_an_unfit_generator_makes_it_inconclusive():
@@ -304,7 +342,7 @@ def test_a_baseline_starved_of_cpu_says_so():
 
     busy = CpuUse(seconds=30, other_pct=61, engine_pct=35, own_pct=3, engine_wait_ms=9000)
     reps = [rep("baseline", 0, 2.0, 100), rep("baseline", 1, 2.6, 80).model_copy(
-        update={"cpu": busy})]
+        update={"cpu": busy}), rep("baseline", 2, 2.0, 100)]
     [text] = starved(reps, G2Limits())
     assert text.startswith("baseline may be starved: during repetition 2 at concurrency 8")
     assert "other processes used 61 % of the CPU" in text and "run-queue waits 9,000 ms" in text
@@ -342,6 +380,9 @@ def test_without_a_byte_counter_the_storage_side_is_held_against_the_kv_the_prob
         .outcome is Outcome.ERROR
 
 
+UNSTABLE = [8.0, 10.0, 12.0]  # TTFT p50s: CV 20 %, credibly above 5 % over three
+
+
 def _with_machine(reps, speeds):
     from gates.inference.machine import CpuReference
     return [r.model_copy(update={"machine": [CpuReference(seconds={0: a}),
@@ -350,22 +391,36 @@ def _with_machine(reps, speeds):
 
 
 def test_an_unstable_baseline_on_a_moving_machine_is_inconclusive_not_fail():
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.012), (0.012, 0.0125)])
     cv = by_name(g2_measurements(moving, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     assert cv.outcome is Outcome.ERROR
-    assert cv.note.startswith("INCONCLUSIVE: CV 10.0 % > 5 %, but the machine's CPU speed "
-                              "varied by 25.0 % (g2.cpu_speed_variation_max 10 %)")
+    # Four readings (the shared ones once), speeds 100, 100, 83, 80: CV 12 %, credibly > 5 %.
+    assert cv.note.startswith("INCONCLUSIVE: TTFT p50 CV credibly above 5 %, but the "
+                              "machine's CPU speed moved (CV 11.7 % [7.3, 35.2] over 4 readings, "
+                              "credibly above g2.cpu_speed_steady_cv 5 %)"), cv.note
 
 
 def test_an_unstable_baseline_on_a_steady_machine_still_fails():
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     steady = _with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102), (0.0102, 0.0101)])
     cv = by_name(g2_measurements(steady, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     assert cv.outcome is Outcome.FAIL
-    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+    assert "the machine's CPU speed: CV 0.8 % [0.5, 2.4] over 4 readings" in cv.note, cv.note
+
+
+def test_a_machine_not_shown_steady_leaves_a_failure_inconclusive():
+    # Speeds 3 % apart: neither credibly above 5 % nor credibly under it with four readings.
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
+    unsure = _with_machine(reps, [(0.010, 0.0103), (0.0103, 0.0100), (0.0100, 0.0097)])
+    cv = by_name(g2_measurements(unsure, G2Limits()))[
+        "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
+    assert cv.outcome is Outcome.ERROR
+    assert cv.note.startswith("INCONCLUSIVE: TTFT p50 CV credibly above 5 %, but the "
+                              "machine's CPU speed was not shown steady (CV 2.5 %"), cv.note
+    assert "its upper bound above g2.cpu_speed_steady_cv 5 %" in cv.note
 
 
 def _with_device(reps, speeds):
@@ -376,32 +431,34 @@ def _with_device(reps, speeds):
 
 
 def test_an_unstable_baseline_on_a_moving_kv_device_is_inconclusive_not_fail():
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     steady_cpu = _with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102), (0.0102, 0.0101)])
-    moving = _with_device(steady_cpu, [(100e6, 100e6), (100e6, 70e6), (70e6, 80e6)])
+    moving = _with_device(steady_cpu, [(100e6, 100e6), (100e6, 60e6), (60e6, 70e6)])
     cv = by_name(g2_measurements(moving, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     assert cv.outcome is Outcome.ERROR
-    assert cv.note.startswith("INCONCLUSIVE: CV 10.0 % > 5 %, but the KV device's read speed "
-                              "varied by 42.9 % (g2.device_speed_variation_max 20 %)")
-    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+    assert cv.note.startswith("INCONCLUSIVE: TTFT p50 CV credibly above 5 %, but the KV "
+                              "device's read speed moved (CV 25.0 % [15.2, 82.6] over 4 "
+                              "readings"), cv.note
+    assert "credibly above g2.device_speed_steady_cv 10 %" in cv.note
+    assert "the machine's CPU speed: CV 0.8 %" in cv.note
 
 
 def test_an_unstable_baseline_on_a_steady_kv_device_still_fails_and_names_both_controls():
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     steady = _with_device(_with_machine(reps, [(0.010, 0.0101), (0.0101, 0.0102),
                                                 (0.0102, 0.0101)]),
-                          [(100e6, 105e6), (105e6, 110e6), (110e6, 100e6)])
+                          [(100e6, 101e6), (101e6, 102e6), (102e6, 100e6)])
     cv = by_name(g2_measurements(steady, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     assert cv.outcome is Outcome.FAIL
-    assert "the KV device's read speed varied by 10.0 %" in cv.note
-    assert "the machine's CPU speed varied by 2.0 %" in cv.note
+    assert "the KV device's read speed: CV 1.0 % [0.6, 2.8] over 4 readings" in cv.note, cv.note
+    assert "the machine's CPU speed: CV 0.8 %" in cv.note
 
 
 def test_a_device_reading_that_failed_moves_nothing():
     from gates.inference.machine import DeviceReference
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     failed = [r.model_copy(update={"device": [DeviceReference(bytes_per_s=100e6),
                                               DeviceReference(error="fio exited 1")]})
               for r in reps]
@@ -409,12 +466,12 @@ def test_a_device_reading_that_failed_moves_nothing():
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
     # The failed readings are not speeds of 0 (an infinite variation): only the good ones count.
     assert cv.outcome is Outcome.FAIL
-    assert "the KV device's read speed varied by 0.0 %" in cv.note
+    assert "the KV device's read speed: CV 0.0 % [0.0, 0.0] over 3 readings" in cv.note
 
 
 def test_a_device_reference_that_could_not_be_read_is_said():
     from gates.inference.machine import DeviceReference
-    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate([9.0, 10.0, 11.0])]
+    reps = [rep("baseline", i, t, 100.0) for i, t in enumerate(UNSTABLE)]
     unread = [r.model_copy(update={"device": [DeviceReference(
         error="the KV device reference could not read: Invalid argument")]}) for r in reps]
     cv = by_name(g2_measurements(unread, G2Limits()))[
@@ -428,7 +485,8 @@ def test_a_stable_baseline_on_a_moving_machine_passes_and_says_how_much_it_moved
     moving = _with_machine(reps, [(0.010, 0.010), (0.010, 0.013), (0.013, 0.012)])
     cv = by_name(g2_measurements(moving, G2Limits()))[
         "Baseline TTFT p50 run-to-run CV @ concurrency 8"]
-    assert cv.outcome is Outcome.PASS and "varied by 30.0 %" in cv.note
+    assert cv.outcome is Outcome.PASS
+    assert "the machine's CPU speed: CV 13.1 % [8.1, 39.4] over 4 readings" in cv.note, cv.note
 
 
 def test_a_repetition_stored_before_its_evidence_was_one_type_still_loads():

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import Limit, Outcome, above_claimed_band, cv_percent, median, speedup
-from gates.core.stats import Comparison, decide
+from gates.core import CvPlan, G2Limits, Limit, Outcome, above_claimed_band, median, speedup
+from gates.core.stats import Comparison, cv_interval, cv_percent, decide
 
 approx = pytest.approx
 
@@ -39,6 +39,88 @@ def test_cv_rejects_non_finite(bad):
 @given(st.lists(st.floats(0.1, 1e6), min_size=2, max_size=20), st.floats(0.01, 100))
 def test_cv_is_scale_free(values, k):
     assert cv_percent([k * v for v in values]) == approx(cv_percent(values), rel=1e-6, abs=1e-9)
+
+
+# ---- the CV's confidence bounds (Vangel 1996) -----------------------------------------------
+
+def test_a_small_cv_is_bounded_as_the_chi_square_bound_on_its_sd():
+    # For a small CV, Vangel's modified McKay bound tends to s * sqrt((n-1) / chi2(n-1, p)):
+    # three values, CV 1 %: chi-square(2) quantiles -2 ln(0.95) and -2 ln(0.05).
+    iv = cv_interval([99.0, 100.0, 101.0], 0.05)
+    assert iv.point == approx(1.0)
+    assert iv.hi == approx(math.sqrt(2 / (-2 * math.log(0.95))), rel=1e-3)
+    assert iv.lo == approx(math.sqrt(2 / (-2 * math.log(0.05))), rel=1e-3)
+    assert iv.text() == "CV 1.0 % [0.6, 4.4] over 3"
+
+
+def test_more_values_narrow_the_interval():
+    few = cv_interval([95.0, 100.0, 105.0], 0.05)
+    many = cv_interval([95.0, 100.0, 105.0] * 4, 0.05)
+    assert many.hi < few.hi and many.lo > few.lo
+
+
+def test_a_bound_the_data_cannot_give_is_infinite_and_said_so():
+    iv = cv_interval([1.0, 2.0, 3.0], 0.01)  # CV 50 % from three values
+    assert math.isinf(iv.hi) and "∞" in iv.text()
+
+
+@given(st.lists(st.floats(1.0, 1e6), min_size=2, max_size=30)
+       .filter(lambda xs: (cv_percent(xs) or 0) < 100),
+       st.floats(0.001, 0.2))
+def test_the_bounds_hold_the_point_cv_between_them(values, miss):
+    iv = cv_interval(values, miss)
+    assert iv.lo <= iv.point <= iv.hi
+
+
+def test_a_cv_interval_needs_a_miss_rate_under_one_half():
+    with pytest.raises(ValueError, match="between 0 and 0.5"):
+        cv_interval([1.0, 2.0], 0.5)
+
+
+# ---- G2's stability plan ---------------------------------------------------------------------
+
+PLAN = CvPlan(G2Limits())
+
+
+def test_a_cv_exactly_at_the_limit_over_three_repetitions_does_not_pass():
+    iv = PLAN.interval([9.5, 10.0, 10.5])
+    assert iv.point == approx(5.0) and iv.hi > 5.0
+    assert PLAN.decided(iv) == "undecided"
+
+
+def test_the_plan_looks_after_every_repetition_up_to_its_budget():
+    assert list(PLAN.looks) == [3, 4, 5, 6, 7, 8]
+    assert PLAN.look_miss == approx(0.05 / 6)
+    wobbly = [[10.0, 10.6, 9.4], [100.0, 100.0, 100.0]]  # TTFT CV 6 %: undecided at 3
+    assert PLAN.needs_more([[10.0, 10.6]] * 2)  # below the first look
+    assert PLAN.needs_more(wobbly)
+    assert not PLAN.needs_more([xs * 3 for xs in wobbly])  # 9 repetitions: past the budget
+    assert not PLAN.needs_more([[8.0, 10.0, 12.0], [9.4, 10.0, 10.6]])  # one failed: stop
+    assert not PLAN.needs_more([[10.0, None, 10.0], [1.0, 1.0, 1.0]])  # a missing figure
+    assert not PLAN.needs_more([[10.0, 10.001, 10.0], [1.0, 1.0001, 1.0]])  # both decided
+
+
+def test_the_risk_at_the_limit_is_at_most_the_declared_one():
+    # Seeded: true CV exactly 5 %, the whole plan (3 repetitions, then one more at a time up
+    # to 8): P(PASS) and P(FAIL) each at most cv_risk (5 %) by the plan's design.
+    import random
+    rng = random.Random(43)
+    passed = failed = 0
+    trials = 3000
+    for _ in range(trials):
+        xs = [rng.gauss(100, 5) for _ in range(8)]
+        for n in PLAN.looks:
+            at = PLAN.decided(PLAN.interval(xs[:n]))
+            if at != "undecided":
+                passed += at == "pass"
+                failed += at == "fail"
+                break
+    assert passed / trials <= 0.05 and failed / trials <= 0.05, (passed, failed)
+
+
+def test_a_budget_below_the_first_look_is_refused():
+    with pytest.raises(ValueError, match="repetitions_max 2 is below g2.repetitions 3"):
+        G2Limits(repetitions=3, repetitions_max=2)
 
 
 # ---- medians of percentiles -----------------------------------------------------------------

@@ -59,7 +59,8 @@ from .settings import (
     WorkloadSettings,
 )
 from .shipped import CHECKOUT, in_checkout, shipped
-from .stats import above_claimed_band, cv_percent, interpolate, median, percentile, speedup
+from .stability import CvPlan
+from .stats import above_claimed_band, interpolate, median, percentile, speedup
 from .steady import (
     SteadyState,
     SteadyStateUnavailable,
@@ -89,6 +90,7 @@ __all__ = [
     "Ceilings",
     "ChecklistAnswer",
     "ConfigError",
+    "CvPlan",
     "DECLARED",
     "Decision",
     "Declared",
@@ -140,7 +142,6 @@ __all__ = [
     "above_claimed_band",
     "bandwidth_unit",
     "check_run_id",
-    "cv_percent",
     "deviation_kind",
     "format_duration",
     "format_size",

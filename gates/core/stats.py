@@ -1,8 +1,9 @@
 """Statistics for G2 and G3: percentiles, run-to-run CV, a comparison's decision. Pure.
 
 G3's interval itself comes from pairs of repetitions (gates.core.paired); this module holds
-what every gate shares: numpy-compatible percentiles, the CV G2 holds against its limit, and
-the rule that turns a point and its interval into PASS, MARGINAL or FAIL.
+what every gate shares: numpy-compatible percentiles, the CV G2 holds against its limit with
+its confidence bounds, and the rule that turns a point and its interval into PASS, MARGINAL
+or FAIL.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy.special import chdtri
 
 from .verdict import Limit, Outcome
 
@@ -56,6 +58,50 @@ def cv_percent(values: Sequence[float]) -> float | None:
         return None
     # Sample (n-1) std: three repetitions are a sample of the runs the site would see.
     return 100 * statistics.stdev(xs) / abs(mean)
+
+
+class CvInterval(BaseModel):
+    """A sample CV in % with one-sided confidence bounds, each missing the truth at most
+    ``miss`` of the time (for normal data, approximately: Vangel 1996)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    point: float
+    lo: float
+    hi: float  # math.inf where the data cannot bound the CV from above
+    n: int = Field(ge=2)
+    miss: float = Field(gt=0, lt=0.5)
+
+    def text(self) -> str:
+        """'CV 4.1 % [2.0, 9.7] over 5' (the interval's ends, then how many values)."""
+        hi = "∞" if math.isinf(self.hi) else f"{self.hi:.1f}"
+        return f"CV {self.point:.1f} % [{self.lo:.1f}, {hi}] over {self.n}"
+
+
+def _mckay(k: float, n: int, u: float) -> float:
+    # Vangel's modified McKay bound, K / sqrt(((u + 2)/n - 1) K^2 + u/(n - 1)), K a fraction:
+    # M. G. Vangel, "Confidence intervals for a normal coefficient of variation", The American
+    # Statistician 50(1), 21-26 (1996), after A. T. McKay, JRSS 95, 695-698 (1932). It is
+    # near-exact for CVs under ~30 %, and for small K tends to the chi-square bound on the SD.
+    d = ((u + 2) / n - 1) * k * k + u / (n - 1)
+    return math.inf if d <= 0 else k / math.sqrt(d)
+
+
+def cv_interval(values: Sequence[float], miss: float) -> CvInterval | None:
+    """The CV of values in % and its bounds: the truth lies above ``hi`` (or below ``lo``) at
+    most ``miss`` of the time. None where cv_percent has no figure."""
+    if not 0 < miss < 0.5:
+        raise ValueError(f"a bound's miss rate must be between 0 and 0.5, not {miss}")
+    cv = cv_percent(values)
+    if cv is None:
+        return None
+    n, k = len(values), cv / 100
+    # chdtri(df, p) is the chi-square quantile with p above it: the upper bound takes the
+    # lower quantile (few degrees of freedom make it tiny, so the bound wide), and vice versa.
+    hi = _mckay(k, n, float(chdtri(n - 1, 1 - miss)))
+    lo = _mckay(k, n, float(chdtri(n - 1, miss)))
+    # Rounding may not put an end on the wrong side of the point (and K = 0 bounds nothing).
+    return CvInterval(point=cv, lo=min(100 * lo, cv), hi=max(100 * hi, cv), n=n, miss=miss)
 
 
 # ---- the statistics themselves -------------------------------------------------------------

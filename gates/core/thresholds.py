@@ -81,8 +81,20 @@ class G2Limits(Strict):
     repetitions: Annotated[int, FLOOR] = Field(default=3, ge=2, description=(
         "the run-to-run coefficient of variation (g2.cv_max) is a sample standard deviation, "
         "which one repetition does not have"))
+    # The stability plan (docs/g2-stability.md): a level's CVs are looked at after
+    # `repetitions` and after every repetition added until they are decided or this many ran.
+    repetitions_max: int = Field(default=8, ge=2, le=50, description=(
+        "the repetition budget per level: the last look of G2's stability plan"))
+    # P(PASS | true CV at cv_max), and P(FAIL) there, at most, over all the plan's looks.
+    cv_risk: Annotated[Percent, CEILING] = Field(default=5.0, gt=0.0, lt=50.0, description=(
+        "the chance, at most, that a CV exactly at g2.cv_max passes (or fails)"))
     # The machine as a control: a fixed CPU workload timed between repetitions. A stability
-    # failure while the machine's own speed moved more than this is INCONCLUSIVE (ERROR).
+    # failure stands only where the readings' CV is credibly under this; else INCONCLUSIVE.
+    cpu_speed_steady_cv: Percent = Field(default=5.0, gt=0.0, le=100.0, description=(
+        "the CV of the CPU reference's readings (machine speed) over a level's repetitions"))
+    device_speed_steady_cv: Percent = Field(default=10.0, gt=0.0, le=100.0, description=(
+        "the CV of the KV device reference's read speeds over a level's repetitions"))
+    # What G3's looks table and baseline-shift note hold the controls' range against (not G2).
     cpu_speed_variation_max: Percent = Field(default=10.0, gt=0.0, le=100.0, description=(
         "(slowest - fastest) / fastest reading of the CPU reference"))
     # And the KV device: G1's KV-restore job, this long, read between repetitions on the
@@ -91,6 +103,13 @@ class G2Limits(Strict):
         "0s reads no KV device reference; at most 1 minute between two repetitions"))
     device_speed_variation_max: Percent = Field(default=20.0, gt=0.0, le=100.0, description=(
         "(fastest - slowest) / slowest read speed of the KV device reference"))
+
+    @model_validator(mode="after")
+    def _budget_covers_the_first_look(self) -> G2Limits:
+        if self.repetitions_max < self.repetitions:
+            raise ValueError(f"g2.repetitions_max {self.repetitions_max} is below "
+                             f"g2.repetitions {self.repetitions}: the first look needs those")
+        return self
 
     @field_validator("device_reference")
     @classmethod

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..core import (
     G2,
     G3,
+    CvPlan,
     Decision,
     Declared,
     G2Limits,
@@ -14,7 +15,6 @@ from ..core import (
     Limit,
     Measurement,
     Outcome,
-    cv_percent,
     median,
     percentile,
     speedup,
@@ -30,7 +30,7 @@ from ..proof import (
 )
 from .comparison import Pair, comparison
 from .correctness import kv_read_back
-from .machine import device_variation, speed_variation
+from .machine import cpu_speeds, device_speeds, distinct
 from .repetitions import Repetition, probe_evidence
 
 
@@ -54,44 +54,88 @@ def _busiest(reps: Sequence[Repetition]) -> str:
     return f"; {max(used, key=lambda u: u.other_pct).line()}" if used else ""
 
 
-def _machine_moved(reps: Sequence[Repetition], limits: G2Limits) -> tuple[str, str]:
-    """(what the machine's controls say moved, why a CV failure is the machine's or "")."""
-    speed = speed_variation([x for r in reps for x in r.machine])
-    device = device_variation([x for r in reps for x in r.device])
+def _controls(reps: Sequence[Repetition], limits: G2Limits) -> tuple[str, str]:
+    """(what the machine's controls read, why a CV failure cannot stand: "" where every
+    control that was read is credibly steady).
+
+    Each control's readings (each once: machine.distinct) get the CV and interval G2's own
+    CVs get, at g2.cv_risk, so their noise counts as the baseline's does, and their number
+    does not widen the figure (a range over them would).
+    """
+    plan, read = CvPlan(limits), ""
+    said, why = [], []
+    for what, speeds, cap, key in (
+            ("the machine's CPU speed", cpu_speeds(distinct([r.machine for r in reps])),
+             limits.cpu_speed_steady_cv, "g2.cpu_speed_steady_cv"),
+            ("the KV device's read speed", device_speeds(distinct([r.device for r in reps])),
+             limits.device_speed_steady_cv, "g2.device_speed_steady_cv")):
+        iv = plan.control(speeds)
+        if iv is None:
+            continue
+        said.append(f"; {what}: {iv.text()} readings")
+        if iv.lo > cap:
+            why.append(f"{what} moved ({iv.text()} readings, credibly above {key} {cap:g} %)")
+        elif iv.hi > cap:
+            why.append(f"{what} was not shown steady ({iv.text()} readings, its upper bound "
+                       f"above {key} {cap:g} %)")
+        read = what
     failed = next((x.error for r in reps for x in r.device if x.error), "")
-    said = "".join((
-        "" if speed is None else f"; the machine's CPU speed varied by {speed:.1f} %",
-        "" if device is None else f"; the KV device's read speed varied by {device:.1f} %",
+    if failed and read != "the KV device's read speed":
         # A control that could not be read is said, never taken for a steady device.
-        f"; {failed}" if failed and device is None else ""))
-    if speed is not None and speed > limits.cpu_speed_variation_max:
-        return said, (f"the machine's CPU speed varied by {speed:.1f} % "
-                      f"(g2.cpu_speed_variation_max {limits.cpu_speed_variation_max:g} %)")
-    if device is not None and device > limits.device_speed_variation_max:
-        return said, (f"the KV device's read speed varied by {device:.1f} % "
-                      f"(g2.device_speed_variation_max {limits.device_speed_variation_max:g} %)")
-    return said, ""
+        said.append(f"; {failed}")
+    return "".join(said), "; ".join(why)
+
+
+def _judged(declared: Declared, c: int, figure: tuple[float, float, float], outcome: Outcome,
+            limit: Limit, note: str, limits: G2Limits) -> Measurement:
+    # The CV (point, lo, hi) with the plan's whole risk, not one look's (the plan stops on it).
+    # An upper end the data cannot give (infinite) is held as 1e6 %: JSON has no infinity.
+    point, lo, hi = figure
+    return declared.stamp(Measurement(
+        name="", value=point, unit="%", limit=limit, outcome=outcome,
+        interval=(lo, min(hi, 1e6)), interval_miss=limits.cv_risk / 100, note=note), c)
 
 
 def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
         what: str, reps: Sequence[Repetition] = ()) -> Measurement:
-    limit = Limit.at_most(limits.cv_max, "%", key="g2.cv_max")
-    cv = cv_percent(values)
-    if cv is None:
+    limit, plan = Limit.at_most(limits.cv_max, "%", key="g2.cv_max"), CvPlan(limits)
+    iv = plan.interval(values)
+    if iv is None:
         return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
-    moved, machines = _machine_moved(reps, limits)
-    each = "per repetition: " + ", ".join(f"{v:.4g}" for v in values)
-    m = declared.measured(cv, limit, at=c, note=each + moved)
-    if m.outcome is Outcome.FAIL and machines:
-        # Not the baseline's instability but the machine's: the measurement says nothing.
-        return declared.error(
-            f"INCONCLUSIVE: CV {cv:.1f} % > {limits.cv_max:g} %, but {machines} over these "
-            f"repetitions{_busiest(reps)}; {each}{moved}", limit, at=c)
-    if m.outcome is Outcome.FAIL:
-        # A CV failure under load is a real measurement; say what else ran.
-        m.note = (f"baseline unstable: CV {cv:.1f} % > {limits.cv_max:g} %{_busiest(reps)}; "
-                  f"{m.note}")
-    return m
+    said, machine = _controls(reps, limits)
+    about = (f"{iv.text()} repetitions, each end at {100 * iv.miss:.2g} % (g2.cv_risk "
+            f"{limits.cv_risk:g} % over looks at {_span(plan.looks)} repetitions)")
+    each = f"{about}; per repetition: " + ", ".join(f"{v:.4g}" for v in values) + said
+    at, fig = plan.decided(iv), (iv.point, iv.lo, iv.hi)
+    if iv.n < limits.repetitions:
+        return _judged(declared, c, fig, Outcome.ERROR, limit, (
+            f"INCONCLUSIVE: {iv.n} repetitions, fewer than the plan's first look "
+            f"(g2.repetitions {limits.repetitions}); {each}"), limits)
+    if at == "pass":
+        return _judged(declared, c, fig, Outcome.PASS, limit, each, limits)
+    if at == "fail" and machine:
+        # Not shown to be the baseline's instability rather than the machine's: says nothing.
+        return _judged(declared, c, fig, Outcome.ERROR, limit, (
+            f"INCONCLUSIVE: {what} CV credibly above {limits.cv_max:g} %, but {machine} over these "
+            f"repetitions{_busiest(reps)}; {each}"), limits)
+    if at == "fail":
+        # A credible CV failure on a steady machine is a real measurement; say what else ran.
+        return _judged(declared, c, fig, Outcome.FAIL, limit, (
+            f"baseline unstable: {what} CV credibly above {limits.cv_max:g} %"
+            f"{_busiest(reps)}; {each}"), limits)
+    # The plan adds repetitions until the budget unless another figure of the level failed
+    # or was missing (stability.needs_more): then the reader is told the budget was not spent.
+    stopped = "" if iv.n >= limits.repetitions_max else (
+        "; the level ended before its budget (another of its figures failed or is missing, "
+        "or the run stopped)")
+    return _judged(declared, c, fig, Outcome.ERROR, limit, (
+        f"INCONCLUSIVE: {what} CV neither credibly under nor over {limits.cv_max:g} % after "
+        f"{iv.n} of at most {limits.repetitions_max} repetitions (g2.repetitions_max)"
+        f"{stopped}{_busiest(reps)}; {each}"), limits)
+
+
+def _span(r: range) -> str:
+    return f"{r.start}" if len(r) == 1 else f"{r.start}-{r[-1]}"
 
 
 def g2_level(c: int, reps: list[Repetition], limits: G2Limits) -> list[Measurement]:

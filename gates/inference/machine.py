@@ -7,7 +7,8 @@ with other tenants serves the same restores faster or slower from one minute to 
 stability failure or a moved G3 baseline is then the machine's doing, not the baseline's;
 timing the same fixed work before and after each repetition says by how much the machine itself
 moved. The timings are seams (`cpu_reference`, and a device reader handed in by the caller:
-this room runs no fio); the arithmetic is pure (`speed_variation`, `device_variation`).
+this room runs no fio); the arithmetic is pure (`distinct`, `cpu_speeds`, `device_speeds`,
+whose CV G2 bounds as it bounds its own: docs/g2-stability.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -64,11 +66,42 @@ def cpu_reference(cpus: Sequence[int] | None = None) -> CpuReference:
     return CpuReference(seconds=out)
 
 
+T = TypeVar("T")
+
+
+def distinct(brackets: Sequence[Sequence[T]]) -> list[T]:
+    """Each reading once, in time order, from repetitions' [before, after] brackets.
+
+    Back-to-back repetitions share a reading (MachineReadings: one repetition's after is the
+    next one's before); counted twice it would pull the CV of the readings towards that
+    reading's value and lend the statistic a reading it does not have.
+    """
+    out: list[T] = []
+    for bracket in brackets:
+        # Only a bracket's first reading can be the previous one's last.
+        skip = bool(out and bracket and bracket[0] == out[-1])
+        out += list(bracket[skip:])
+    return out
+
+
+def cpu_speeds(references: Sequence[CpuReference]) -> list[float]:
+    """The machine's speed at each reading (rounds per second of the fixed workload): a reading
+    that takes 10 % longer is a machine 10 % slower, whatever the host's absolute time."""
+    return [1 / r.mean for r in references if r.seconds and r.mean > 0]
+
+
+def device_speeds(references: Sequence[DeviceReference]) -> list[float]:
+    """The KV device's read speed at each reading that has one (a failed reading is no speed:
+    not 0, which would be an infinite variation)."""
+    return [r.bytes_per_s for r in references if r.bytes_per_s]
+
+
 def speed_variation(references: Sequence[CpuReference]) -> float | None:
     """How far the machine's speed moved over these readings: (slowest - fastest) / fastest, %.
 
-    None with fewer than two readings. A reading that takes 10 % longer is a machine 10 %
-    slower, whatever the workload's absolute time is on this host.
+    None with fewer than two readings. A range over all readings grows with their number under
+    the same noise: G3's looks table and baseline-shift note show it; G2 decides on the CV of
+    cpu_speeds with its interval instead.
     """
     times = [r.mean for r in references if r.seconds]
     if len(times) < 2 or min(times) <= 0:
