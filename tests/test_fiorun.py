@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -15,7 +16,15 @@ import psutil
 import pytest
 
 from gates.core import FioSettings
-from gates.storage import SubprocessRunner, ToolMissing, fio_version, g1_steps, run_step
+from gates.storage import (
+    SubprocessRunner,
+    ToolMissing,
+    fio_version,
+    g1_steps,
+    parse_fio_json,
+    run_step,
+)
+from gates.storage.fioerrors import job_errors
 from gates.storage.fiorun import client_address, client_args, host_name
 from gates.storage.jobs import READ_FILE
 from gates.storage.runner import INSTALL_HINTS, Completed, ScriptedRunner
@@ -127,7 +136,10 @@ def test_job_error_28_is_named(dirs):
     run = run_step(runner, steps(fio)["precondition"], fio, target, evidence)
     assert not run.ok
     assert run.report is not None and run.report.jobs[0].error == 28
-    assert run.error == "job enospc: error 28 (No space left on device)"
+    # #44: the errno by name and where fio hit it (the first of its io_u error lines).
+    assert run.error == ("job enospc: error 28 (ENOSPC, No space left on device) on file "
+                         "/tmp/fiorec/small/f; first failed I/O on /tmp/fiorec/small/f: write "
+                         "at offset 8388608, 1048576 bytes (4 failed I/Os printed)")
     names = [p.name for p in run.evidence]
     assert names == ["fio-precondition.fio", "fio-precondition.log", "fio-precondition.json"]
     assert all(p.is_file() for p in run.evidence)
@@ -518,3 +530,26 @@ def test_real_client_server_on_loopback(dirs):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=5)
+
+
+def test_jobs_sharing_a_file_are_each_named_and_the_first_failed_io_is_the_file_s():
+    """fio's io_u error lines name a file, not a job: where two jobs of a step read one file
+    (the queue-depth sweep) each job is named with its errno and file, and the offset is said
+    of the file, never pinned on one job."""
+    fio = tiny(qd_sweep=[1, 4])
+    report = parse_fio_json(json.dumps({"jobs": [
+        {"jobname": "randread-qd1", "error": 5}, {"jobname": "randread-qd4", "error": 5}]}))
+    stderr = ("fio: io_u error on file /t/kvgate-read.dat: Input/output error: read "
+              "offset=4096, buflen=4096\n"
+              "fio: io_u error on file /t/kvgate-read.dat: Input/output error: read "
+              "offset=8192, buflen=4096\n")
+    said = job_errors(report, steps(fio)["qd-sweep"], stderr, "/t")
+    assert said == (
+        "job randread-qd1: error 5 (EIO, Input/output error) on file /t/kvgate-read.dat; "
+        "job randread-qd4: error 5 (EIO, Input/output error) on file /t/kvgate-read.dat; "
+        "first failed I/O on /t/kvgate-read.dat: read at offset 4096, 4096 bytes "
+        "(2 failed I/Os printed)")
+    # fio's own error codes above errno's, and a job without io_u lines: the file still named
+    report = parse_fio_json(json.dumps({"jobs": [{"jobname": "seqwrite", "error": 200}]}))
+    assert job_errors(report, steps(fio)["seqwrite"], "", "/t") == (
+        "job seqwrite: error 200 (fio error) on file /t/kvgate-write.dat")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import errno
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import FioSettings
 from .fio import FioParseError, FioReport, parse_fio_json
+from .fioerrors import job_errors
 from .jobs import FioStep, JobFileError, render_jobfile
 from .runner import INSTALL_HINTS, CommandRunner, Tick, ToolMissing
 from .target import device_bytes
@@ -79,14 +78,6 @@ def client_args(fio: FioSettings, jobfile: Path) -> list[str]:
     return args
 
 
-def _job_errors(report: FioReport) -> str:
-    bad = [(j.jobname, j.hostname, j.error) for j in report.entries() if j.error]
-    return "; ".join(
-        f"job {name}{' on ' + host if host else ''}: error {code} "
-        f"({os.strerror(code) if code in errno.errorcode else 'fio error'})"
-        for name, host, code in bad)
-
-
 def _missing_hosts(report: FioReport, fio: FioSettings) -> str:
     """Which --client hosts sent no results: their figures would silently be left out."""
     reported = set(report.hosts())
@@ -149,7 +140,8 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
         run.error = f"fio exited {done.returncode}: {exc}" + (f" — {' | '.join(tail)}"
                                                                if tail else "")
         return run
-    run.error = _job_errors(run.report) or _missing_hosts(run.report, fio)
+    run.error = job_errors(run.report, step, done.stderr, str(target) if target else "") \
+        or _missing_hosts(run.report, fio)
     if not run.error and done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-3:]
         run.error = f"fio exited {done.returncode}: {' | '.join(tail) or 'no message'}"

@@ -1,0 +1,123 @@
+"""G1 on storage that fails (issue #44): the real G1 path — `kvgate run g1` and its fio job set,
+real fio with the shipped I/O engine (libaio) and direct = true — on the fault filesystem
+(tests/faultfs/). An I/O error is an ERROR naming the job, the errno and the file; a stall on a
+share of I/Os FAILs the QD1 p99.
+
+O_DIRECT: FUSE honours it here (the kernel sends every I/O of an O_DIRECT file to the
+filesystem, bypassing the page cache above it); the passthrough then reads and writes its backing
+directory buffered, so the faults sit exactly at the storage interface fio measures.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from faultfs import Fault
+from faultfs.fixture import faultfs  # noqa: F401  (the fixture)
+
+from gates.core import Outcome, load_thresholds
+from gates.storage import StepOutcome, SubprocessRunner, g1_steps, run_step
+from gates.storage import g1 as _g1
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None,
+                                reason="fio is not installed (apt-get install fio)")
+
+REPO = Path(__file__).resolve().parent.parent
+READ_FILE, WRITE_FILE = "kvgate-read.dat", "kvgate-write.dat"
+# measurement name -> the fio job its note must name
+READ_JOBS = {"Sequential read 1 MiB bandwidth": "seqread",
+             "4 KiB random read QD1 p99 latency": "randread-qd1",
+             "KV-restore read bandwidth": "kvrestore"}
+
+
+def run_g1(tmp_path: Path, site_text: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """`kvgate run g1` as a user runs it, in a child process, with the demo limits."""
+    (tmp_path / "site.toml").write_text(site_text)
+    out = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g1", "--site",
+                           str(tmp_path / "site.toml"), "--thresholds",
+                           str(REPO / "thresholds.toml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    [record] = out.glob("*/g1.json")
+    return done, json.loads(record.read_text())
+
+
+def by_name(record: dict) -> dict[str, dict]:
+    return {m["name"]: m for m in record["measurements"]}
+
+
+def test_eio_on_reads_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  # noqa: F811
+                                                             tiny_site):
+    """The array writes but cannot read back: every read job's figure is an ERROR that says
+    which job, which errno and which file; the writes it could do are still measured."""
+    target = faultfs.mountpoint / "target"
+    faultfs.set(Fault("error", op="read", errno=errno.EIO, path=f"/target/{READ_FILE}"))
+    done, record = run_g1(tmp_path, tiny_site(target))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert record["verdict"] == "ERROR"
+    measured = by_name(record)
+    for name, job in READ_JOBS.items():
+        note = measured[name]["note"]
+        assert measured[name]["outcome"] == "ERROR", measured[name]
+        assert f"job {job}" in note and "EIO" in note and str(target / READ_FILE) in note, note
+    sweep = next(m for n, m in measured.items() if n.startswith("4 KiB random read IOPS"))
+    assert sweep["outcome"] == "ERROR" and "EIO" in sweep["note"], sweep
+    assert measured["Sequential write 1 MiB bandwidth"]["outcome"] == "PASS"
+    assert faultfs.stats()["faults"][0]["fired"] > 0
+
+
+def test_enospc_on_writes_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  # noqa: F811
+                                                                 tiny_site):
+    """The array fills up four writes into the precondition: its job and the write job are
+    ERRORs naming ENOSPC and their files; the read jobs say they were not run and why."""
+    target = faultfs.mountpoint / "target"
+    faultfs.set(Fault("error", op="write", errno=errno.ENOSPC, after=4))
+    done, record = run_g1(tmp_path, tiny_site(target))
+    assert done.returncode == 2, done.stdout + done.stderr
+    measured = by_name(record)
+    write = measured["Sequential write 1 MiB bandwidth"]
+    assert write["outcome"] == "ERROR", write
+    assert "job seqwrite" in write["note"] and "ENOSPC" in write["note"] \
+        and str(target / WRITE_FILE) in write["note"], write["note"]
+    for name in READ_JOBS:
+        note = measured[name]["note"]
+        assert measured[name]["outcome"] == "ERROR", measured[name]
+        assert note.startswith("not run: preconditioning failed (job precondition") \
+            and "ENOSPC" in note and str(target / READ_FILE) in note, note
+
+
+def demo_limits():
+    thresholds, _ = load_thresholds(REPO / "thresholds.toml", "demo")
+    return thresholds.g1
+
+
+@pytest.mark.parametrize("fault", [
+    Fault("delay", op="read", share=0.02, delay=0.04, seed=5),
+    Fault("delay", op="read", share=0.02, delay=0.03, tail="pareto", alpha=1.2, max_delay=0.5,
+          seed=5)], ids=["fixed", "heavy-tailed"])
+def test_a_stall_on_a_share_of_reads_fails_the_qd1_p99(faultfs, tmp_path, fault):  # noqa: F811
+    """2 % of 4 KiB reads stalled 30-40 ms or more: the QD1 p99 is at least the stall, above the
+    demo profile's 20 ms, so it FAILs (enough I/Os remain for a p99: about 4 000 in 4 s)."""
+    from gates.core import FioSettings
+
+    fio = FioSettings(file_size="16MiB", runtime="7s", latency_runtime="4s",
+                      steady_state={"criterion": "bw:50%", "window": "5s", "ramp": "1s"})
+    steps = {s.key: s for s in g1_steps(fio)}
+    target = faultfs.mountpoint / "target"
+    target.mkdir()
+    runner, evidence = SubprocessRunner(), tmp_path / "evidence"
+    evidence.mkdir()
+    assert run_step(runner, steps["precondition"], fio, target, evidence).ok
+    faultfs.set(fault.__class__(**{**fault.__dict__, "path": f"/target/{READ_FILE}"}))
+    run = run_step(runner, steps["randread-qd1"], fio, target, evidence)
+    measured = _g1.qd1_latency(StepOutcome(report=run.report, error=run.error), demo_limits())
+    assert measured.outcome is Outcome.FAIL, (measured.value, measured.note)
+    assert measured.value >= fault.delay * 1e6  # µs
+    [rule] = faultfs.stats()["faults"]
+    assert rule["fired"] >= 0.01 * rule["seen"], rule
