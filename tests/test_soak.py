@@ -7,6 +7,7 @@ import pytest
 
 from gates.core import SHORTENED, G4Limits, Outcome
 from gates.soak import SoakPlan
+from gates.soak.health_rules import kernel_errors, media_errors, paths_live, verify_errors
 from gates.soak.load_rules import (
     REHEARSED,
     TREND_RULES,
@@ -15,19 +16,7 @@ from gates.soak.load_rules import (
     soak_measurements,
     total_gap,
 )
-from gates.soak.rules import (
-    KERNEL,
-    PATHS,
-    SMART,
-    VERIFY,
-    HealthReading,
-    WindowRecord,
-    gap,
-    kernel_errors,
-    media_errors,
-    paths_live,
-    verify_errors,
-)
+from gates.soak.rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord, gap
 from gates.soak.trends import drift_spans, stability, throughput_floor, ttft_drift
 
 LIMITS = G4Limits()
@@ -88,8 +77,9 @@ def test_verify_errors_fail_with_the_offset_and_not_applicable_says_why():
                                           details=["crc32c: verify failed at f offset 4096"])}
         return {VERIFY: ok(verify_errors=0)}
     m = verify_errors(windows(6, health=one_bad), LIMITS)
-    assert m.outcome is Outcome.FAIL and "window #3" in m.evidence[0]
-    assert "offset 4096" in m.evidence[0] and m.limit.key == "g4.verify_errors_max"
+    assert m.outcome is Outcome.FAIL and m.evidence[0] == "windows read 6 of 6"
+    assert "window #3" in m.evidence[1]  # the coverage line leads the evidence (#43)
+    assert "offset 4096" in m.evidence[1] and m.limit.key == "g4.verify_errors_max"
     na = windows(6, health=lambda i: {VERIFY: HealthReading.not_applicable("no scratch area")})
     m = verify_errors(na, LIMITS)
     assert m.outcome is Outcome.NOT_APPLICABLE and m.note == "no scratch area"
@@ -117,7 +107,7 @@ def test_kernel_errors_and_down_paths_fail_and_are_not_applicable_without_a_sour
         status="alert", values={"hits": 1.0}, details=["nvme nvme0: resetting controller"])}
         if i == 2 else {KERNEL: ok(hits=0)})
     m = kernel_errors(noisy)
-    assert m.outcome is Outcome.FAIL and "resetting controller" in m.evidence[0]
+    assert m.outcome is Outcome.FAIL and "resetting controller" in m.evidence[1]
     assert kernel_errors(windows(6)).outcome is Outcome.ERROR  # no reading at all
     live = windows(6, health=lambda i: {PATHS: ok(live=2, total=2 - (i == 4))})
     assert paths_live(live).outcome is Outcome.PASS

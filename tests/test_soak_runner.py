@@ -140,7 +140,8 @@ def test_rules_trip_through_the_runner(store):
     got = {m.name: m for m in runner.measurements(G4Limits())}
     assert got["Soak request errors"].outcome is Outcome.FAIL
     assert got["fio verify errors"].outcome is Outcome.FAIL
-    assert "offset 8192" in got["fio verify errors"].evidence[0]
+    assert got["fio verify errors"].evidence[0] == "windows read 144 of 144"
+    assert "offset 8192" in got["fio verify errors"].evidence[1]
     assert got["TTFT p50 drift"].outcome is Outcome.FAIL
     assert got["Total gap time"].outcome is Outcome.PASS
 

@@ -21,6 +21,7 @@ from .config import (
     validate,
     workload_warnings,
 )
+from .coverage import Coverage
 from .cross_checks import soak_problem
 from .declared import DECLARED, G1, G2, G3, G4
 from .measures import INCOMPLETE, Declared, Scope
@@ -90,6 +91,7 @@ __all__ = [
     "Ceilings",
     "ChecklistAnswer",
     "ConfigError",
+    "Coverage",
     "CvPlan",
     "DECLARED",
     "Decision",

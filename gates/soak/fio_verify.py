@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +17,13 @@ from ..storage import CommandRunner, FioParseError, ToolMissing, job_value, pars
 from .health import MAX_DETAILS, BaseCollector, WindowContext
 from .rules import VERIFY, HealthReading
 
+VERIFY_FILE = "kvgate-soak-verify.dat"
+# fio's job "error" is the errno that ended the job (fio 3.33 stat.c show_thread_status_json:
+# "error" = ts->error); verify mismatches under continue_on_error=verify are EILSEQ (84), and
+# fio prints "fio: pid=N, err=28/file:io_u.c:1876, func=io_u error, error=No space left on
+# device" and "fio: io_u error on file F: ...: write offset=N, buflen=M" (io_u.c, filesetup.c).
+EILSEQ = errno.EILSEQ
+_FIO_ERROR = re.compile(r"^fio: (?:pid=\d+, err=|io_u error )")
 _VERIFY = re.compile(r"^(?P<what>.*?(?:verify|bad ).*?) at file (?P<file>.+?) offset "
                      r"(?P<offset>\d+), length (?P<length>\d+)")
 
@@ -36,10 +47,32 @@ def parse_verify_failures(stderr: str) -> list[VerifyFailure]:
                           what=m["what"]) for m in map(_VERIFY.match, stderr.splitlines()) if m]
 
 
+def fio_error_lines(text: str) -> list[str]:
+    """fio's own lines about the error that ended a job (its errno, file and offset)."""
+    return [line.strip() for line in text.splitlines() if _FIO_ERROR.match(line)][:3]
+
+
+class JobError(BaseModel):
+    """An fio job ended by an error other than a verify mismatch: the storage refused the pass."""
+
+    step: str  # "write" or "verify"
+    code: int  # the errno fio reported
+    said: list[str] = []
+
+    def describe(self) -> str:
+        """E.g. "fio write pass: job error ENOSPC (28), No space left on device"."""
+        name = errno.errorcode.get(self.code, "errno")
+        try:
+            text = os.strerror(self.code)
+        except ValueError:
+            text = "unknown error"
+        return f"fio {self.step} pass: job error {name} ({self.code}), {text}"
+
+
 def verify_job(directory: Path, size: int, block: int, rate: str, ioengine: str, direct: bool,
                verify_only: bool) -> str:
     """A write-then-verify (or verify-only) job file over one file in the scratch directory."""
-    options = {"rw": "write", "filename": "kvgate-soak-verify.dat", "size": str(size),
+    options = {"rw": "write", "filename": VERIFY_FILE, "size": str(size),
                "bs": str(block), "verify": "crc32c", "continue_on_error": "verify",
                "rate": rate}
     options.update({"verify_only": "1"} if verify_only else
@@ -69,18 +102,23 @@ class FioVerify(BaseCollector):
         self.size, self.block, self.rate, self.ioengine = size, block, rate, ioengine
         self.direct, self.binary, self.timeout, self.between = direct, binary, timeout, between
 
-    def _pass(self, verify_only: bool) -> tuple[int, list[VerifyFailure], str]:
+    def _pass(self, verify_only: bool, jobs: Path) -> tuple[int, list[VerifyFailure], str,
+                                                            JobError | None]:
         step = "verify" if verify_only else "write"
-        jobfile = self.scratch / f"kvgate-soak-{step}.fio"
+        # The job file lives outside the target: a full or read-only target must meet fio's
+        # own I/O (and its errno), not kvgate's bookkeeping.
+        jobfile = jobs / f"kvgate-soak-{step}.fio"
         jobfile.write_text(verify_job(self.scratch, self.size, self.block, self.rate,
                                       self.ioengine, self.direct, verify_only))
         done = self.runner.run([self.binary, "--output-format=json", str(jobfile)],
                                timeout=self.timeout, cwd=self.scratch)
+        if done.timed_out:
+            return 0, [], f"fio {step} pass killed after {self.timeout:g} s", None
         failures = parse_verify_failures(done.stderr)
         try:
             report = parse_fio_json(done.stdout)
         except FioParseError as exc:
-            return len(failures), failures, f"fio {step} pass: {exc}"
+            return len(failures), failures, f"fio {step} pass: {exc}", None
         # continue_on_error=verify: fio goes on and counts them in total_err (error 84).
         # fio may print notes (with braces) before its JSON: start where a line opens with "{".
         text = done.stdout if done.stdout.startswith("{") else done.stdout.split("\n{", 1)[-1]
@@ -89,24 +127,39 @@ class FioVerify(BaseCollector):
             counted = sum(int(j.get("total_err", 0) or 0) for j in raw.get("jobs", []))
         except (ValueError, AttributeError, TypeError):
             counted = 0  # the parsed report stands; the failure lines still count
-        other = [j.error for j in report.jobs if j.error not in (0, 84)]
-        error = f"fio {step} pass: job error {other[0]}" if other else ""
-        return max(counted, len(failures)), failures, error
+        other = [j.error for j in report.jobs if j.error not in (0, EILSEQ)]
+        said = fio_error_lines(done.stdout.split("\n{", 1)[0] + "\n" + done.stderr)
+        refused = JobError(step=step, code=other[0], said=said) if other else None
+        return max(counted, len(failures)), failures, "", refused
 
     def collect(self, ctx: WindowContext) -> HealthReading:
-        """Errors and failing offsets of this window's pass."""
+        """Errors and failing offsets of this window's pass; a job error is an alert."""
         try:
             self.scratch.mkdir(parents=True, exist_ok=True)
-            written, first, error = self._pass(verify_only=False)
-            if not error and self.between:
-                self.between(self.scratch / "kvgate-soak-verify.dat")  # tests: corrupt it here
-            reread, second, error2 = self._pass(verify_only=True) if not error else (0, [], "")
+            with tempfile.TemporaryDirectory(prefix="kvgate-soak-fio-") as jobs:
+                return self._window(Path(jobs))
         except (ToolMissing, OSError) as exc:
             return HealthReading.failed(f"fio verify pass could not run: {exc}")
-        if error or error2:
-            return HealthReading.failed(error or error2)
-        failures = first + second
-        return HealthReading(status="alert" if written + reread else "ok",
-                             values={"verify_errors": float(written + reread),
-                                     "bytes": float(self.size)},
-                             details=[f.describe() for f in failures[:MAX_DETAILS]])
+        finally:  # each window's pass allocates afresh, as the engine's KV writes do
+            with contextlib.suppress(OSError):
+                (self.scratch / VERIFY_FILE).unlink(missing_ok=True)
+
+    def _window(self, jobs: Path) -> HealthReading:
+        written, first, error, refused = self._pass(verify_only=False, jobs=jobs)
+        second: list[VerifyFailure] = []
+        reread = 0
+        if not (error or refused):
+            if self.between:
+                self.between(self.scratch / VERIFY_FILE)  # tests: corrupt it here
+            reread, second, error, refused = self._pass(verify_only=True, jobs=jobs)
+        if error:
+            return HealthReading.failed(error)
+        failures = [f.describe() for f in first + second]
+        values = {"verify_errors": float(written + reread), "bytes": float(self.size)}
+        if refused is not None:
+            values["job_errors"] = 1.0
+            return HealthReading(status="alert", values=values, reason=refused.describe(),
+                                 details=[refused.describe(), *refused.said,
+                                          *failures][:MAX_DETAILS])
+        return HealthReading(status="alert" if written + reread else "ok", values=values,
+                             details=failures[:MAX_DETAILS])

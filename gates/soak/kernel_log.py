@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,8 +48,39 @@ def _epoch(stamp: str) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
+# The kernel's NVMe names (drivers/nvme/host/core.c, nvme_set_disk_name / dev_set_name of
+# Linux 6.x): controller nvme<C>, namespace nvme<C>n<N>, multipath path nvme<S>c<C>n<N>, and
+# block/partitions/core.c's partition suffix "p<P>" after a name that ends in a digit.
+_NVME = re.compile(r"^nvme(?P<ctrl>\d+)(?:c\d+)?(?:n(?P<ns>\d+)(?:p(?P<part>\d+))?)?$")
+
+
+def kernel_name(device: str) -> str:
+    """The kernel's name of a device written as the site file documents it: /dev/nvme1n1 ->
+    nvme1n1 (the log never says "/dev/")."""
+    return device.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _partition_of(part: str, disk: str) -> bool:
+    # block/partitions/core.c: "sda" + "1", but "md0" + "p1" (a name ending in a digit).
+    suffix = part[len(disk):]
+    pattern = r"p\d+" if disk[-1:].isdigit() else r"\d+"
+    return part.startswith(disk) and bool(suffix) and re.fullmatch(pattern, suffix) is not None
+
+
+def same_device(logged: str, wanted: str) -> bool:
+    """Whether a device the kernel logged is (part of) one the site names: a controller's
+    lines belong to its namespaces and theirs to its partitions, but nvme1 is not nvme10."""
+    logged, wanted = kernel_name(logged), kernel_name(wanted)
+    a, b = _NVME.match(logged), _NVME.match(wanted)
+    if a and b:
+        return a["ctrl"] == b["ctrl"] and all(
+            a[k] is None or b[k] is None or a[k] == b[k] for k in ("ns", "part"))
+    return logged == wanted or _partition_of(logged, wanted) or _partition_of(wanted, logged)
+
+
 def scan_kernel_log(text: str, devices: Sequence[str] = ()) -> list[KernelHit]:
-    """Storage errors in ``dmesg --time-format=iso`` or journal text; devices filters by name."""
+    """Storage errors in ``dmesg --time-format=iso`` or journal text; devices filters by name
+    (as the kernel says it or as a /dev path)."""
     hits = []
     for raw in text.splitlines():
         match = _STAMP.match(raw)
@@ -57,9 +89,7 @@ def scan_kernel_log(text: str, devices: Sequence[str] = ()) -> list[KernelHit]:
             found = pattern.search(line)
             if found:
                 device = found.group(1)
-                # nvme0n1 belongs to nvme0: a filter on either name catches both forms.
-                if not devices or any(device.startswith(d) or d.startswith(device)
-                                      for d in devices):
+                if not devices or any(same_device(device, d) for d in devices):
                     hits.append(KernelHit(kind=kind, device=device, line=line.strip(), t=t))
                 break
     return hits
@@ -88,7 +118,9 @@ class KernelLog(BaseCollector):
     """Scans ``dmesg --time-format=iso`` for the window (since the last committed window).
 
     Every host has a kernel log: one kvgate cannot read is an ERROR naming the package or
-    the permission, never NOT APPLICABLE.
+    the permission, never NOT APPLICABLE. After a window whose read failed, the next read
+    starts where the last good one ended, so that window's lines are still counted (the
+    failed window itself still counts against the rule's coverage).
     """
 
     name = KERNEL
@@ -96,8 +128,11 @@ class KernelLog(BaseCollector):
     def __init__(self, runner: CommandRunner, devices: Sequence[str] = (),
                  argv: Sequence[str] = ("dmesg", "--time-format=iso"),
                  restrict: Path = RESTRICT):
-        self.runner, self.devices, self.argv = runner, tuple(devices), list(argv)
-        self.restrict = restrict
+        # A /dev/disk/by-id link names the kernel's device only once resolved.
+        self.devices = tuple(kernel_name(os.path.realpath(d) if d.startswith("/") else d)
+                             for d in devices)
+        self.runner, self.argv, self.restrict = runner, list(argv), restrict
+        self.read_until: float | None = None  # the end of the last window read
 
     def collect(self, ctx: WindowContext) -> HealthReading:
         """The window's storage errors; an error reading where the kernel log is refused."""
@@ -112,6 +147,8 @@ class KernelLog(BaseCollector):
                 f"the kernel log cannot be read: `{' '.join(self.argv)}` failed: {why} "
                 f"(kernel.dmesg_restrict = {_restricted(self.restrict)}: reading it needs root "
                 "or CAP_SYSLOG; in a container, the host's permission to read it)")
+        since = ctx.since if self.read_until is None else min(ctx.since, self.read_until)
         hits = [h for h in scan_kernel_log(done.stdout, self.devices)
-                if h.t is not None and ctx.since < h.t <= ctx.end]
+                if h.t is not None and since < h.t <= ctx.end]
+        self.read_until = ctx.end
         return hits_reading(hits)

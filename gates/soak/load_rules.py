@@ -1,7 +1,7 @@
 """G4 rules over load and time: request errors, gaps, duration; every rule in report order. Pure.
 
 ``soak_measurements`` puts them together with the trend rules (gates.soak.trends) and the
-health-signal rules (gates.soak.rules), in report order.
+health-signal rules (gates.soak.health_rules), in report order.
 """
 
 from __future__ import annotations
@@ -9,16 +9,8 @@ from __future__ import annotations
 import math
 
 from ..core import G4, SHORTENED, G4Limits, Limit, Measurement, Outcome
-from .rules import (
-    Deviation,
-    SoakPlan,
-    WindowRecord,
-    effective_seconds,
-    kernel_errors,
-    media_errors,
-    paths_live,
-    verify_errors,
-)
+from .health_rules import kernel_errors, media_errors, paths_live, verify_errors
+from .rules import Deviation, SoakPlan, WindowRecord, effective_seconds
 from .spans import after_warmup
 from .trends import stability, throughput_floor, ttft_drift
 

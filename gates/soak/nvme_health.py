@@ -48,6 +48,7 @@ class Smart(BaseCollector):
     def __init__(self, runner: CommandRunner, devices: Sequence[str]):
         self.runner, self.devices = runner, list(devices)
         self.previous: dict[str, float] | None = None
+        self.unprimed = "no snapshot was taken before it"  # why there is no baseline
 
     def _snapshot(self) -> dict[str, float]:
         texts = {}
@@ -63,8 +64,9 @@ class Smart(BaseCollector):
         """The baseline snapshot the first window's deltas are taken against."""
         try:
             self.previous = self._snapshot() if self.devices else None
-        except (ToolMissing, ParseError):
+        except (ToolMissing, ParseError) as exc:
             self.previous = None  # collect() reports the reason
+            self.unprimed = f"the snapshot before it could not be read: {exc}"
 
     def collect(self, ctx: WindowContext) -> HealthReading:
         """Totals now and their change since the previous snapshot."""
@@ -78,8 +80,11 @@ class Smart(BaseCollector):
                                                          f"{', '.join(self.devices)}"))
         except ParseError as exc:
             return HealthReading.failed(str(exc))
-        before = self.previous or now
-        self.previous = now
+        before, self.previous = self.previous, now
+        if before is None:  # nothing to take the delta against: this window's errors unknown
+            return HealthReading.failed(
+                f"no SMART baseline for window #{ctx.index} ({self.unprimed}): its new media "
+                "errors are unknown; later windows are taken against this snapshot")
         values = dict(now)
         for key in ("media_errors", "error_log_entries"):
             values[f"{key}_delta"] = now[key] - before[key]

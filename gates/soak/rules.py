@@ -1,8 +1,9 @@
-"""G4 soak (DESIGN §6): the window model and the rules over its health readings. Pure: no I/O.
+"""G4 soak (DESIGN §6): the window model, the plan and its deviations. Pure: no I/O.
 
 Times are seconds on the runner's clock (epoch seconds for the real one). A window's health
 signals are HealthReadings keyed by collector name; the rules read the names below. The rules
-over load and time are in gates.soak.load_rules.
+over health readings are in gates.soak.health_rules, those over load and time in
+gates.soak.load_rules.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import G4, SHORTENED, G4Limits, Limit, Measurement
+from ..core import SHORTENED
 
 GATE = "g4"
 # Collector names the rules read (gates.soak.health produces readings under these names).
@@ -166,95 +167,3 @@ def gap(last_end: float, resumed_at: float) -> Deviation:
 def effective_seconds(windows: list[WindowRecord]) -> float:
     """Time under load: the sum of committed windows, gaps excluded."""
     return math.fsum(w.seconds for w in windows)
-
-
-# ---- rules over the health readings -----------------------------------------------------
-
-def _readings(windows: list[WindowRecord], name: str) -> list[tuple[WindowRecord, HealthReading]]:
-    return [(w, w.health[name]) for w in windows if name in w.health]
-
-
-def _unmeasured(name: str, pairs: list[tuple[WindowRecord, HealthReading]],
-                what: str) -> Measurement | None:
-    """N/A (with the collector's reason) or ERROR when no window has a usable reading."""
-    if any(r.status in ("ok", "alert") for _, r in pairs):
-        return None
-    if not pairs:
-        return Measurement.error(name, f"no window has a {what} reading")
-    failed = [r for _, r in pairs if r.status == "error"]
-    if failed:
-        return Measurement.error(name, f"{what} could not be read in any window: "
-                                       f"{failed[0].reason}")
-    return Measurement.not_applicable(name, pairs[0][1].reason)
-
-
-def _gaps_in(name: str, pairs: list[tuple[WindowRecord, HealthReading]]) -> list[str]:
-    bad = [w.index for w, r in pairs if r.status == "error"]
-    return [f"{name}: not read in {len(bad)} window(s), first #{bad[0]}"] if bad else []
-
-
-def verify_errors(windows: list[WindowRecord], limits: G4Limits) -> Measurement:
-    """fio verify=crc32c failures over the whole soak <= verify_errors_max."""
-    name, pairs = G4["g4.verify_errors"].title, _readings(windows, VERIFY)
-    if (early := _unmeasured(name, pairs, "fio verify")) is not None:
-        return early
-    total = sum(r.values.get("verify_errors", 0) for _, r in pairs)
-    offsets = [f"window #{w.index}: {d}" for w, r in pairs for d in r.details]
-    passes = sum(r.status in ("ok", "alert") for _, r in pairs)
-    return Measurement.measured(
-        name, total, Limit.at_most(limits.verify_errors_max, "errors",
-                                   key="g4.verify_errors_max"),
-        evidence=offsets[:20] + _gaps_in("fio verify", pairs),
-        note=f"{passes} write-then-verify passes")
-
-
-def media_errors(windows: list[WindowRecord]) -> list[Measurement]:
-    """No new SMART media errors and no critical warning raised during the soak."""
-    names = (G4["g4.media_errors"].title, G4["g4.critical_warnings"].title)
-    pairs = _readings(windows, SMART)
-    if (early := _unmeasured(names[0], pairs, "SMART")) is not None:
-        return [early, early.model_copy(update={"name": names[1]})]
-    read = [(w, r) for w, r in pairs if r.status in ("ok", "alert")]
-    first, last = read[0][1].values, read[-1][1].values
-    # The first reading's delta is against the snapshot taken before window 0 (or resume).
-    base = first.get("media_errors", 0) - first.get("media_errors_delta", 0)
-    new = last.get("media_errors", 0) - base
-    logs = last.get("error_log_entries", 0) - (first.get("error_log_entries", 0)
-                                               - first.get("error_log_entries_delta", 0))
-    warned = [w.index for w, r in read if r.values.get("critical_warning", 0)]
-    gaps = _gaps_in("SMART", pairs)
-    temps = [r.values["temperature_max_c"] for _, r in read if "temperature_max_c" in r.values]
-    evidence = [f"error-log entries +{logs:.0f} (not judged: nvme-cli's own queries add some)",
-                *([f"temperature {min(temps):.0f}-{max(temps):.0f} °C"] if temps else []), *gaps]
-    zero = "DESIGN §6: none allowed, not configurable"
-    return [Measurement.measured(names[0], new, Limit.at_most(0, "errors"), evidence=evidence,
-                                 note=zero),
-            Measurement.measured(names[1], len(warned), Limit.at_most(0, "windows"), note=zero,
-                                 evidence=[f"critical warning in windows {warned[:20]}"]
-                                 if warned else [])]
-
-
-def kernel_errors(windows: list[WindowRecord]) -> Measurement:
-    """No NVMe timeouts, resets, reconnects, I/O errors or XFS errors in the kernel log."""
-    name, pairs = G4["g4.kernel_errors"].title, _readings(windows, KERNEL)
-    if (early := _unmeasured(name, pairs, "kernel log")) is not None:
-        return early
-    hits = sum(r.values.get("hits", 0) for _, r in pairs)
-    lines = [f"window #{w.index}: {d}" for w, r in pairs for d in r.details]
-    return Measurement.measured(name, hits, Limit.at_most(0, "lines"),
-                                evidence=lines[:20] + _gaps_in("kernel log", pairs),
-                                note="NVMe timeouts/resets/reconnects, I/O errors, XFS errors; "
-                                     "DESIGN §6: none allowed")
-
-
-def paths_live(windows: list[WindowRecord]) -> Measurement:
-    """Every NVMe-oF path live at the end of every window."""
-    name, pairs = G4["g4.paths_live"].title, _readings(windows, PATHS)
-    if (early := _unmeasured(name, pairs, "NVMe-oF path")) is not None:
-        return early
-    down = [w.index for w, r in pairs if r.status in ("ok", "alert")
-            and (r.values.get("live", 0) < r.values.get("total", 0)
-                 or not r.values.get("total", 0))]
-    return Measurement.measured(name, len(down), Limit.at_most(0, "windows"),
-                                evidence=[f"a path was down in windows {down[:20]}"] if down
-                                else _gaps_in("NVMe-oF paths", pairs))

@@ -1,0 +1,102 @@
+"""Coverage (issue #43): a rule PASSes only when every input it expected was read. Pure."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gates.core import Coverage, Limit, Measurement, Outcome
+
+
+def passing(note="a note"):
+    return Measurement.measured("rule", 0, Limit.at_most(0, "errors"), note=note,
+                                evidence=["window #1: fine"])
+
+
+def test_full_coverage_passes_and_says_how_many_were_read():
+    full = Coverage(range(8), read=range(8), what="windows")
+    assert full.complete and full.share == 1.0 and full.missing == {}
+    assert full.cap() is Outcome.PASS and full.describe() == "windows read 8 of 8"
+    judged = full.judge(passing())
+    assert judged.outcome is Outcome.PASS and judged.note == "a note"
+    assert judged.evidence == ["windows read 8 of 8", "window #1: fine"]
+
+
+def test_a_failed_unit_is_never_a_gap_it_names_the_unit_and_why():
+    cov = Coverage(range(8), read=[0, 1, 2, 5, 6, 7], failed={3: "ENOSPC (28)"},
+                   what="windows")
+    assert not cov.complete and cov.share == 0.75
+    assert cov.missing == {3: "ENOSPC (28)", 4: "no reading"}
+    assert cov.describe() == ("windows read 6 of 8 (75%); not read: #3 ENOSPC (28); "
+                              "#4 no reading")
+    judged = cov.judge(passing())
+    assert judged.outcome is Outcome.ERROR and judged.value == 0
+    assert judged.note == (f"{cov.describe()}: a verdict needs 100% of windows read; a note")
+    assert judged.evidence[0] == cov.describe()
+
+
+def test_between_the_minimum_and_full_is_marginal_below_it_error():
+    cov = Coverage(["a", "b", "c", "d"], read="abc", failed={"d": "timed out"}, what="ranks")
+    assert cov.cap(0.75) is Outcome.MARGINAL and cov.cap(0.76) is Outcome.ERROR
+    assert cov.cap() is Outcome.ERROR  # the default minimum is full coverage
+    m = cov.judge(passing(""), minimum=0.5)
+    assert m.outcome is Outcome.MARGINAL
+    assert m.note.startswith("ranks read 3 of 4 (75%); not read: d timed out: at least")
+
+
+def test_a_fail_in_what_was_read_stands_and_coverage_never_lifts_an_outcome():
+    fail = Measurement.measured("rule", 3, Limit.at_most(0, "errors"))
+    cov = Coverage(range(4), read=[0], failed={1: "x", 2: "y", 3: "z"})
+    judged = cov.judge(fail)
+    assert judged.outcome is Outcome.FAIL and judged.note == ""
+    assert judged.evidence == [cov.describe()]
+    marginal = Measurement.measured("rule", 9.5, Limit.at_most(10, "x", marginal=0.1))
+    assert Coverage([1], read=[1]).judge(marginal).outcome is Outcome.MARGINAL
+
+
+def test_nothing_read_or_nothing_expected_is_an_error():
+    assert Coverage(range(3), failed={0: "refused"}).cap(0.01) is Outcome.ERROR
+    empty = Coverage([])
+    assert not empty.complete and empty.share == 0.0 and empty.cap() is Outcome.ERROR
+
+
+def test_a_long_list_of_missing_units_is_counted_not_spelled_out():
+    cov = Coverage(range(100), read=range(90), what="windows")
+    assert cov.describe().endswith("#94 no reading; and 5 more")
+
+
+@pytest.mark.parametrize("kw", [dict(expected=[1, 1]), dict(expected=[1], read=[2]),
+                                dict(expected=[1], failed={2: "x"}),
+                                dict(expected=[1], read=[1], failed={1: "x"})])
+def test_inconsistent_coverage_is_refused(kw):
+    with pytest.raises(ValueError):
+        Coverage(**kw)
+
+
+def test_a_minimum_outside_0_to_1_is_refused():
+    for bad in (0.0, -0.1, 1.01):
+        with pytest.raises(ValueError):
+            Coverage([1], read=[1]).cap(bad)
+
+
+@st.composite
+def coverages(draw):
+    units = draw(st.lists(st.integers(0, 50), unique=True, max_size=20))
+    fate = draw(st.lists(st.sampled_from(["read", "failed", "absent"]), min_size=len(units),
+                         max_size=len(units)))
+    read = [u for u, f in zip(units, fate, strict=True) if f == "read"]
+    failed = {u: f"why {u}" for u, f in zip(units, fate, strict=True) if f == "failed"}
+    return Coverage(units, read=read, failed=failed, what="units")
+
+
+@given(coverages(), st.floats(min_value=1e-6, max_value=1.0))
+def test_pass_if_and_only_if_every_expected_unit_was_read(cov, minimum):
+    every = bool(cov.expected) and set(cov.expected) == set(cov.read)
+    assert (cov.cap(minimum) is Outcome.PASS) == every
+    assert (cov.judge(passing(), minimum).outcome is Outcome.PASS) == every
+    # Everything not read is named with why, and a failed unit keeps its own reason.
+    assert set(cov.missing) == set(cov.expected) - set(cov.read)
+    assert all(cov.missing[u] == why for u, why in cov.failed.items())
+    if not every and cov.read and cov.share >= minimum:
+        assert cov.cap(minimum) is Outcome.MARGINAL
+    elif not every:
+        assert cov.cap(minimum) is Outcome.ERROR
