@@ -50,9 +50,11 @@ def test_vllm_with_a_connector_that_names_no_tier():
     a = run("vllm", "vllm")  # ExampleConnector: its hits are external_unspecified
     assert (a.prompt_tokens, a.storage_read_tokens, a.gpu_hit_tokens) == (8208, PROBE, 0)
     assert (a.recomputed_tokens, a.cached_tokens) == (16, PROBE)
-    assert a.matched["storage_read_tokens"] == [
+    # The blind counter carried the claim (it comes first); the engine's split is said last.
+    assert a.matched["storage_read_tokens"][0] == (
         'vllm:prompt_tokens_by_source_total{engine="0",model_name="Qwen/Qwen3-0.6B",'
-        'source="external_kv_transfer"}']
+        'source="external_kv_transfer"}')
+    assert "external_unspecified 8,192 (unattributed)" in a.matched["storage_read_tokens"][-1]
     caveat = a.caveats["storage_read_tokens"]
     assert caveat.startswith("tier-blind: ") and "; counted before the transfer: " in caveat
     assert a.storage_read_bytes is None and "storage_read_bytes" in a.unknown
@@ -100,7 +102,8 @@ def test_sglang_hicache_single_rank():
     assert a.recomputed_tokens == 64 and a.gpu_hit_tokens == 0
     assert a.matched["storage_read_tokens"] == [
         'sglang:cached_tokens_total{cache_source="storage",engine_type="unified",'
-        'model_name="Qwen/Qwen3-8B"}']
+        'model_name="Qwen/Qwen3-8B"}', "derived: 8,192 tokens the engine attributes to storage; "
+        "its split sglang[:_]cached_tokens_total{cache_source}: storage 8,192 (by backend)"]
     assert "storage_read_tokens" not in a.caveats  # tier-aware, counted after the transfer
     # cached_tokens{device} has no series (it appears once > 0): the scheduler's split answers.
     assert a.matched["gpu_hit_tokens"][0].startswith("sglang:prefill_effective_tokens_total{")

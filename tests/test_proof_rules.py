@@ -250,3 +250,25 @@ def test_a_gzip_or_binary_file_is_refused_naming_the_file(capsys, tmp_path):
                      str(tmp_path / name), *STANDARD])
         out = capsys.readouterr()
         assert code == 2 and name in out.err and words in out.err, out.err
+
+
+# ---- issue #43 case 6: the engine's own tier split outranks a tier-blind counter -------------
+def _peer(p2p: float, unspecified: float, compute: float, prompt: float) -> dict:
+    counts = engine_counts(prompt=prompt, compute=compute, disk=0.0)
+    counts["vllm:prompt_tokens_by_source"]["external_kv_transfer"] = p2p + unspecified
+    counts["vllm:prompt_tokens_cached_by_source"] |= {"p2p": p2p,
+                                                      "external_unspecified": unspecified}
+    return counts
+
+
+def test_tokens_the_engine_names_another_instances_memory_are_not_storage(capsys, tmp_path):
+    # A P2P connector (vLLM's NixlConnector reports p2p) served 8,191 tokens from another
+    # instance's GPU and left 1 unattributed. A small host memory rules the local page cache
+    # out, and the devices saw the bytes (other I/O): on ac73f28 the tier-blind
+    # external_kv_transfer counter claimed all 8,192 and the chain PASSed.
+    before, after = _peer(0, 0, 64, 8256), _peer(EXPECTED - 1, 1, 128, 8256 + 8256)
+    code, out = proof(capsys, tmp_path, render([before]), render([after]), *STANDARD,
+                      "--memory", "512MiB")
+    last = out.rstrip().splitlines()[-1]
+    assert code != 0 and not last.startswith("PASS"), out
+    assert "= 1 tokens" in out and "p2p 8,191 (peer)" in out, out

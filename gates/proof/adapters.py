@@ -8,8 +8,9 @@ and path) and in tests/data/metrics/README.md. Pure data.
 from __future__ import annotations
 
 from ..core import ADAPTER_NAMES
-from .adapters_vllm import LMCACHE, VLLM, VLLM_NATIVE
+from .adapters_vllm import LMCACHE, LMCACHE_SPLIT, VLLM, VLLM_NATIVE, VLLM_SPLIT
 from .rules import Rule, rule
+from .split import Blind, Split
 from .tiers import STORAGE
 
 QUANTITIES = ("prompt_tokens", "cached_tokens", "gpu_hit_tokens", "storage_read_tokens",
@@ -56,6 +57,11 @@ _RANKED = {"shard": _SHARD, "split": _SPLIT, "roster": _STORAGE_RANKS, "lazy": T
 # The storage backend names the tier of its series (storage_backend, tiers
 # "sglang.storage_backend"): a mooncake or kvcc L3 is other hosts' memory, not storage.
 _BACKEND = {"tier": "storage_backend", "space": "sglang.storage_backend", "cls": STORAGE}
+# Every cached token of a finished request has a cache_source (device, host or storage:
+# output_streamer.py get_cached_tokens_details), so the family, once present, is the engine's
+# whole attribution: nothing is left for another counter to claim (split.py).
+_CACHE_SOURCE = rule(f"{_S}cached_tokens_total", tier="cache_source", space="sglang.cache_source",
+                     cls=STORAGE, backend="storage_backend", roster=_STORAGE_RANKS, lazy=True)
 SGLANG: dict[str, list[Rule]] = {
     "prompt_tokens": [rule(f"{_S}prompt_tokens_total", lazy=True)],  # TokenizerMetricsCollector
     "cached_tokens": [rule(f"{_S}cached_tokens_total", lazy=True)],  # every cache_source
@@ -71,9 +77,7 @@ SGLANG: dict[str, list[Rule]] = {
     # min-reduced over the TP/PP group in managers/cache_controller.py): a per-rank rule after
     # the first answer still caps it, so one rank that read nothing shows. cache_source
     # "storage" is classified by the storage_backend of the storage collector's series.
-    "storage_read_tokens": [rule(f"{_S}cached_tokens_total", tier="cache_source",
-                                 space="sglang.cache_source", cls=STORAGE,
-                                 backend="storage_backend", roster=_STORAGE_RANKS, lazy=True),
+    "storage_read_tokens": [_CACHE_SOURCE,
                             rule(f"{_S}prefetched_tokens_total", **_RANKED, **_BACKEND)],
     # L2 -> L3 writes, added when the storage acknowledged them (unified_radix_cache.py).
     "storage_write_tokens": [rule(f"{_S}backuped_tokens_total", **_RANKED)],
@@ -96,12 +100,18 @@ _MATCHED = ("tier-blind: kvbm_matched_tokens adds host (DRAM) and disk matches t
 # The frontend (lib/llm/src/http/service/metrics.rs, prefix dynamo_frontend_): per-request
 # histograms, observed once per request; cached_tokens is tier-blind (GPU, host and disk).
 _F = "dynamo_frontend_"
+# Host -> device onboards (leader/slot.rs): the DRAM tier's share of kvbm_matched_tokens, in
+# blocks; without the block size nobody can say how many tokens, so matched tokens then prove
+# nothing (split.py).
+_MATCHED_TOKENS = rule("kvbm_matched_tokens", caveat=_MATCHED)
+_KVBM_SPLIT = Split(tiers=VLLM_SPLIT.tiers, blind=[
+    Blind(rule=_MATCHED_TOKENS, void=[rule("kvbm_onboard_blocks_h2d")]), *VLLM_SPLIT.blind])
 DYNAMO_KVBM: dict[str, list[Rule]] = {
     **VLLM,  # matched when the vLLM worker's own /metrics is among the scrape targets
     "prompt_tokens": [rule(f"{_F}input_sequence_tokens_sum"), *VLLM["prompt_tokens"]],
     "cached_tokens": [rule(f"{_F}cached_tokens_sum"), *VLLM["cached_tokens"]],
     # Tokens from blocks when the block size is known (attribute(), BLOCK_SIZE); else these.
-    "storage_read_tokens": [rule("kvbm_matched_tokens", caveat=_MATCHED)],
+    "storage_read_tokens": [_MATCHED_TOKENS],
     # disk -> device and object storage -> device; h2d (host -> device) is DRAM, not storage.
     "storage_read_blocks": [rule("kvbm_onboard_blocks_(?:d2d|o2d)", caveat=_BEFORE)],
     # device -> disk, host -> disk, device -> object storage (offload.rs: on success).
@@ -124,6 +134,10 @@ SIM: dict[str, list[Rule]] = {q: [rule(f"kvgate_sim_{q}_total")] for q in QUANTI
 ADAPTERS: dict[str, dict[str, list[Rule]]] = {
     "vllm": VLLM, "lmcache": LMCACHE, "vllm-native": VLLM_NATIVE, "sglang": SGLANG,
     "dynamo-kvbm": DYNAMO_KVBM, "llamacpp": LLAMACPP, "kvgate-sim": SIM}
+# Engines that attribute their hits to tiers: that split bounds every blind counter (split.py).
+SPLITS: dict[str, Split] = {
+    "vllm": VLLM_SPLIT, "lmcache": LMCACHE_SPLIT, "vllm-native": VLLM_SPLIT,
+    "sglang": Split(tiers=_CACHE_SOURCE), "dynamo-kvbm": _KVBM_SPLIT}
 if tuple(ADAPTERS) != ADAPTER_NAMES:  # the site's `engine =` values are validated against these
     raise ImportError(f"adapters {tuple(ADAPTERS)} differ from core.ADAPTER_NAMES {ADAPTER_NAMES}")
 # Most specific first: an LMCache server also serves vllm:* metrics, a native-offload one

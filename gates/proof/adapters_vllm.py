@@ -6,6 +6,7 @@ in tests/data/metrics/README.md. Pure data.
 from __future__ import annotations
 
 from .rules import Rule, rule
+from .split import Blind, Split
 from .tiers import STORAGE
 
 # Names as the engines' sources spell them. The one tolerance: prometheus_client's OpenMetrics
@@ -23,22 +24,33 @@ _ADMISSION = ("counted before the transfer: vLLM fixes the connector's hit count
               "(vllm/v1/core/sched/scheduler.py, vllm/v1/metrics/stats.py)")
 _BLIND = ("tier-blind: {name} counts every token a KV connector loaded, from its DRAM tier "
           "or from storage alike (vllm/v1/metrics/loggers.py); ")
-# The tier that served a hit: CacheHitSource, classified in tiers ("vllm.cache_hit_source":
-# only disk is storage). A connector without tier attribution (ExampleConnector, LMCache)
-# reports external_unspecified, and so does vLLM when the attribution does not add up
-# (vllm/v1/metrics/stats.py): then the disk count is incomplete and the next rule answers.
+# The tier that served a hit: CacheHitSource (vllm/v1/metrics/cache_hit_source.py, 0.32.0
+# @5df63a720 and 0.33.0 @4ba787ec9 alike), classified in tiers ("vllm.cache_hit_source": only
+# disk is storage). device is the GPU prefix cache (loggers.py adds prefix_cache_stats.hits to
+# it); the others are what a KV connector loaded, split per request by its
+# get_external_cache_hit_sources (kv_connector/v1/base.py: the default names the connector's
+# _cache_hit_source, external_unspecified unless it sets one; ExampleConnector and LMCache's
+# set none). A request whose split does not add up is counted external_unspecified whole
+# (stats.py PrefixCacheStats.record), and the OffloadingConnector leaves uncovered tokens
+# external_unspecified (offloading/scheduler.py get_external_cache_hit_sources): the
+# unattributed remainder, which split.py lets a tier-blind counter claim and nothing more.
 _DISK = rule(f"{_V}prompt_tokens_cached_by_source_total", tier="source",
-             space="vllm.cache_hit_source", cls=STORAGE, split=_ENGINE,
-             unless={"source": "external_unspecified"}, caveat=_ADMISSION)
+             space="vllm.cache_hit_source", cls=STORAGE, split=_ENGINE, caveat=_ADMISSION)
+# The connector's hits the engine did attribute: every blind counter below counts them too.
+_NAMED = rule(f"{_V}prompt_tokens_cached_by_source_total", source="host|p2p|disk",
+              split=_ENGINE)
 _EXTERNAL = [
     # vllm/v1/metrics/loggers.py, source values from vllm/v1/metrics/stats.py ALL_SOURCES
     # ("vllm.source" in tiers): external_kv_transfer is whatever the connector loaded.
     rule(f"{_V}prompt_tokens_by_source_total", source="external_kv_transfer", split=_ENGINE,
          caveat=_BLIND.format(name="prompt_tokens_by_source{external_kv_transfer}") +
          _ADMISSION),
-    rule(f"{_V}external_prefix_cache_hits_total", split=_ENGINE,  # vllm/v1/metrics/loggers.py
+    # vllm/v1/metrics/loggers.py: connector_prefix_cache_stats.hits, the same requests whose
+    # hits cached_by_source splits (stats.py PrefixCacheStats.record).
+    rule(f"{_V}external_prefix_cache_hits_total", split=_ENGINE,
          caveat=_BLIND.format(name="external_prefix_cache_hits") + _ADMISSION),
 ]
+VLLM_SPLIT = Split(tiers=_DISK, blind=[Blind(rule=r, minus=[_NAMED]) for r in _EXTERNAL])
 VLLM: dict[str, list[Rule]] = {
     "prompt_tokens": [rule(f"{_V}prompt_tokens_total", split=_ENGINE)],  # v1/metrics/loggers.py
     # prompt_tokens_by_source is counted once per request, at its first admission (stats.py
@@ -96,15 +108,25 @@ _HIT = ("tier-blind: lmcache:num_hit_tokens counts tokens served by any LMCache 
 _L2 = ("tier-blind: lmcache_mp_lookup_hit_l2_tokens adds every L2 adapter up (it has no "
        "l2_name), memory ones (p2p, valkey, mooncake_store) included "
        "(lmcache/v1/mp_observability/subscribers/metrics/lookup.py)")
+# Tokens whose chunks landed in L1 from L2, counted after the L2 read (lookup.py); an
+# OpenTelemetry counter exports no series before its first add: absent until then.
+_L2_TOKENS = rule("lmcache_mp_lookup_hit_l2_tokens_total", caveat=_L2, lazy=True)
+# Which L2 adapters served: load tasks completed per adapter type, l2_name = the adapter's
+# registered type name (subscribers/metrics/l2.py lmcache_mp.l2_load_completed, unit
+# requests; storage_controllers/prefetch_controller.py), classified in tiers
+# ("lmcache.l2_name"). Tasks, not tokens: a memory adapter that moved voids the L2 tokens.
+_L2_LOADS = rule("lmcache_mp_l2_load_completed_requests_total", tier="l2_name",
+                 space="lmcache.l2_name", cls=STORAGE, lazy=True)
+# Of lookup_hit, the tokens L1 (DRAM) already held (lookup.py lmcache_mp.lookup_hit_l1): the
+# MP server's own attribution to memory, which vLLM sees as external_unspecified.
+_L1_TOKENS = rule("lmcache_mp_lookup_hit_l1_tokens_total", lazy=True)
+_LM_HIT = rule(f"{_L}num_hit_tokens_total", shard=_WORKER, caveat=_HIT)
+LMCACHE_SPLIT = Split(tiers=_DISK, blind=[
+    Blind(rule=_L2_TOKENS, void=[_L2_LOADS]), Blind(rule=_LM_HIT),
+    *(Blind(rule=r, minus=[_NAMED, _L1_TOKENS]) for r in _EXTERNAL)])
 LMCACHE: dict[str, list[Rule]] = {
     **VLLM,
-    "storage_read_tokens": [
-        _DISK,
-        # Tokens whose chunks landed in L1 from L2, counted after the L2 read (lookup.py); an
-        # OpenTelemetry counter exports no series before its first add: absent until then.
-        rule("lmcache_mp_lookup_hit_l2_tokens_total", caveat=_L2, lazy=True),
-        rule(f"{_L}num_hit_tokens_total", shard=_WORKER, caveat=_HIT),
-        *_EXTERNAL],
+    "storage_read_tokens": [_DISK, _L2_TOKENS, _LM_HIT, *_EXTERNAL],
     # RemoteBackend connectors only (storage_backend/connector/instrumented_connector.py):
     # 0 for the local disk, CPU and GDS backends. Each worker reads its own shard's bytes:
     # the workers' bytes add up (split), where their tokens do not (shard).

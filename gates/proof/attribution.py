@@ -22,12 +22,14 @@ from .adapters import (
     BLOCK_SIZE,
     QUANTITIES,
     SIGNATURES,
+    SPLITS,
     WORST,
 )
 from .disks import AttributionError
 from .pairing import START_TIME, Pairing, PairingError
 from .promtext import MetricSet
 from .rules import Found, Rule, Unclassified, answer, named
+from .split import Split, attributes, check_void, split_reads
 
 # What the storage-read proof reads of an attribution: a problem in any of them is the proof's.
 PROOF_QUANTITIES = ("prompt_tokens", "gpu_hit_tokens", "storage_read_tokens",
@@ -91,6 +93,8 @@ def families(engine: str) -> Callable[[str], bool]:
     rules = [r for rs in ADAPTERS[engine].values() for r in rs]
     if engine in BLOCK_SIZE:
         rules.append(BLOCK_SIZE[engine])
+    if split := SPLITS.get(engine):
+        rules += [split.tiers, *(r for b in split.blind for r in (b.rule, *b.minus, *b.void))]
     patterns = [re.compile(p) for p in {START_TIME, *(r.pattern for r in rules),
                                         *(r.roster for r in rules if r.roster)}]
 
@@ -110,8 +114,18 @@ def _first(rules: list[Rule], p: Pairing, worst: bool) -> tuple[Found | None, in
     return None, len(rules)
 
 
-def _storage_reads(rules: list[Rule], p: Pairing) -> Found | None:
-    found, i = _first(rules, p, worst=False)
+def _storage_reads(rules: list[Rule], p: Pairing, split: Split | None) -> Found | None:
+    # The engine's own attribution first (split); without it, the rules in order, a blind
+    # counter that counted a memory tier in an unknown amount refused (Unclassified).
+    if split and attributes(split, p):
+        found = split_reads(split, p)
+        i = rules.index(split.tiers) if split.tiers in rules else len(rules)
+    else:
+        found, i = _first(rules, p, worst=False)
+        blind = [b for b in (split.blind if split else []) if i < len(rules)
+                 and b.rule == rules[i]]
+        for b in blind:
+            check_void(b, p)
     if found is None or found.ranks:
         return found
     # The answer came from a counter without ranks (SGLang's per-request count, from the entry
@@ -124,9 +138,10 @@ def _storage_reads(rules: list[Rule], p: Pairing) -> Found | None:
             if ranked.value < found.value:
                 series.append(f"derived: least of {rules[i].describe()} and the per-rank "
                               f"{later.describe()}")
-            return found.model_copy(update={"value": min(found.value, ranked.value),
-                                            "series": series, "ranks": ranked.ranks,
-                                            "mode": ranked.mode})
+            # No rank read more than the engine's own count of the storage tier's tokens.
+            return found.model_copy(update={
+                "value": min(found.value, ranked.value), "series": series, "mode": ranked.mode,
+                "ranks": {k: min(v, found.value) for k, v in ranked.ranks.items()}})
     return found
 
 
@@ -165,7 +180,8 @@ def attribute(engine: str, before: MetricSet | None, after: MetricSet,
     ranks: Found | None = None
     for quantity, rules in ADAPTERS[engine].items():
         try:
-            found = _storage_reads(rules, pairing) if quantity == "storage_read_tokens" \
+            found = _storage_reads(rules, pairing, SPLITS.get(engine)) \
+                if quantity == "storage_read_tokens" \
                 else _first(rules, pairing, quantity in WORST)[0]
         except PairingError as exc:
             errors[quantity] = str(exc)

@@ -35,8 +35,10 @@ TIERS: dict[str, dict[str, str]] = {
     # memory (tiering/example/manager.py docstring: "A simple in-memory secondary tier"),
     # "fs" files (tiering/fs/manager.py FileSystemTierManager), "obj" an object store
     # (tiering/obj/manager.py ObjectStoreSecondaryTierManager), "p2p" another instance's
-    # memory (tiering/p2p/manager.py). Out-of-tree types (a class name and module_path, e.g.
-    # "kvcr") are unknown.
+    # memory (tiering/p2p/manager.py). "kvcr" (registered in-tree in 0.32.0, factory.py) keeps
+    # both local DRAM and G3 storage (tiering/kvcr/manager.py _record_inventory) and names no
+    # medium, so its hits are external_unspecified (tiering/base.py cache_hit_source): unknown,
+    # like any out-of-tree type (a class name and module_path).
     "vllm.tier": {"0:primary": MEMORY, r"\d+:example": MEMORY, r"\d+:fs": STORAGE,
                   r"\d+:obj": STORAGE, r"\d+:p2p": PEER},
     # SGLang cache_source (python/sglang/srt/observability/metrics_collector.py
@@ -60,6 +62,18 @@ TIERS: dict[str, dict[str, str]] = {
     # hicache_shm.py) memory. aibrix, eic, simm, mori and "dynamic" are not classified here.
     "sglang.storage_backend": {"file": STORAGE, "hf3fs": STORAGE, "nixl": STORAGE,
                                "mooncake": PEER, "kvcc": PEER, "sim": MEMORY, "shm": MEMORY},
+    # LMCache MP l2_name = the L2 adapter's registered type name (LMCache 0.5.6 sdist,
+    # lmcache/v1/distributed/l2_adapters/*_l2_adapter.py register_l2_adapter_type, each module's
+    # docstring): fs ("File-system based ... raw tensor bytes on disk"), fs_native (the native
+    # filesystem connector), hf3fs (3FS), raw_block (a raw block device), s3 (an object store)
+    # are storage; p2p ("reads KV objects from a single peer cache server ... from the peer's
+    # L1"), mooncake_store (Mooncake Store), valkey and resp (Redis/Valkey) other hosts' memory;
+    # mock ("a mock-up L2 adapter with a specific RAM size") memory. dax, nixl_*, aerospike,
+    # bigtable, hfbucket, plugin, native_plugin, eviction, fault_inject and
+    # sagemaker_hyperpod are not classified here: unknown.
+    "lmcache.l2_name": {"fs": STORAGE, "fs_native": STORAGE, "hf3fs": STORAGE,
+                        "raw_block": STORAGE, "s3": STORAGE, "p2p": PEER,
+                        "mooncake_store": PEER, "valkey": PEER, "resp": PEER, "mock": MEMORY},
 }
 _COMPILED = {space: [(re.compile(k), v) for k, v in table.items()]
              for space, table in TIERS.items()}
