@@ -20,7 +20,7 @@ from gates.inference import (
     g3_measurements,
     level_tables,
 )
-from gates.proof import evidence_table
+from gates.proof import evidence_table, level_evidence
 
 pytestmark = [pytest.mark.gate, pytest.mark.g3]
 
@@ -42,6 +42,11 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
             level_tables(c, level, limits, kvgate.thresholds.decision))
         for text in baseline_shift(c, g2_by.get(c, []), [b for b, _ in level], limits,
                                    kvgate.thresholds.g2):
+            kvgate.deviate("g3", text)
+    for c, group in by_concurrency(g3_candidate.reps).items():
+        # A drop mincore did not see take effect: the probes may have read memory (#43).
+        drop = level_evidence([r.evidence for r in group], None).page_cache
+        if drop is not None and (text := drop.deviation(f"at concurrency {c}")):
             kvgate.deviate("g3", text)
     recompute = g3_recompute.reps if not g3_recompute.error else []
     chains = g3_chains(g3_candidate.reps, recompute, *g3_proof)

@@ -49,12 +49,12 @@ def test_a_caveated_counter_passes_only_with_a_control_agreeing():
                                       "caveat": "counted before the transfer"})
     verdict = judge_chain([ahead, DEVICE])
     assert verdict.inconclusive and "counted before the transfer" in verdict.reason
-    control = working_set(64 * 2**30, 24 * 2**30, None, False, False)
+    control = working_set(64 * 2**30, 24 * 2**30, None, None, False)
     assert judge_chain([ahead, DEVICE, control]).outcome is Outcome.PASS
 
 
 def test_an_inconclusive_control_makes_the_chain_inconclusive():
-    ws = working_set(10 * 2**20, 24 * 2**30, None, page_cache_dropped=False, devices_agree=False)
+    ws = working_set(10 * 2**20, 24 * 2**30, None, page_cache=None, devices_agree=False)
     assert ws.agreement is Agreement.INCONCLUSIVE and "fits in the host" in ws.note
     assert judge_chain([ENGINE, DEVICE, ws]).inconclusive
 
@@ -62,14 +62,14 @@ def test_an_inconclusive_control_makes_the_chain_inconclusive():
 def test_a_cpu_tier_that_holds_the_working_set_voids_the_probe_even_where_counters_disagree():
     # The probe, as configured, could not examine the storage: the engine's counters saying
     # "not read from storage" judge the setup, not the array, so no FAIL (nor a PASS).
-    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, True, True)
+    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, None, True)
     unread = ENGINE.model_copy(update={"value": 0, "agreement": Agreement.DISAGREES})
     verdict = judge_chain([unread, DEVICE, tier])
     assert verdict.inconclusive and verdict.word == "INCONCLUSIVE", verdict
     assert "can hold the whole working set" in verdict.reason
     assert f"so {ENGINE.signal} disagrees without judging the storage" in verdict.reason
     # a control that cannot tell memory from storage does not void the probe: FAIL stays
-    fits = working_set(10 * 2**20, 24 * 2**30, None, False, False)
+    fits = working_set(10 * 2**20, 24 * 2**30, None, None, False)
     assert judge_chain([unread, DEVICE, fits]).outcome is Outcome.FAIL
     # a signal that could not be read is still an ERROR first
     broken = DEVICE.model_copy(update={"agreement": Agreement.ERROR, "note": "unreadable"})
@@ -92,13 +92,20 @@ def test_physics_fails_a_restore_faster_than_the_storage():
 
 
 def test_working_set_rules():
-    big = working_set(64 * 2**30, 24 * 2**30, None, False, False)
+    big = working_set(64 * 2**30, 24 * 2**30, None, None, False)
     assert big.agreement is Agreement.AGREES
-    proven = working_set(2**20, 24 * 2**30, None, False, devices_agree=True)
+    proven = working_set(2**20, 24 * 2**30, None, None, devices_agree=True)
     assert proven.agreement is Agreement.AGREES and "devices" in proven.note
-    dropped = working_set(2**20, 24 * 2**30, None, page_cache_dropped=True, devices_agree=False)
-    assert dropped.agreement is Agreement.AGREES
-    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, True, True)
+    # Only a drop mincore verified rules memory out (#43): one that left pages does not.
+    from gates.proof import CacheDrop
+    verified = CacheDrop(files=1, bytes=2**20, resident_before=2**20, resident_after=0)
+    dropped = working_set(2**20, 24 * 2**30, None, page_cache=verified, devices_agree=False)
+    assert dropped.agreement is Agreement.AGREES and dropped.rules_out_memory
+    left = verified.model_copy(update={"resident_after": 2**19})
+    kept = working_set(2**20, 24 * 2**30, None, page_cache=left, devices_agree=False)
+    assert kept.agreement is Agreement.INCONCLUSIVE and not kept.rules_out_memory
+    assert "524,288 of 1,048,576 bytes" in kept.note
+    tier = working_set(2**30, 24 * 2**30, 4 * 2**30, None, True)
     assert tier.agreement is Agreement.INCONCLUSIVE and "CPU tier" in tier.note
 
 
@@ -122,7 +129,7 @@ def _devices_chain(device_pct: float):
     p = ProbeEvidence(engine="vllm", expected_tokens=1000, kv_bytes_per_token=8192,
                       storage_read_tokens=1000.0, gpu_hit_tokens=0.0, probe_seconds=1.0,
                       storage=StorageReads(device_bytes=int(need * device_pct / 100)),
-                      page_cache_dropped=True, repetitions=1)
+                      repetitions=1)
     return probe_chain(p, ProofContext(read_fraction_min=90.0, band=(90.0, 150.0)))
 
 

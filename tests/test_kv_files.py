@@ -43,7 +43,7 @@ def test_the_page_cache_drop_waits_for_a_writer_that_renames_under_it(tmp_path):
     writer = RenamingWriter(tmp_path, files=400)
     writer.start()
     time.sleep(0.02)  # the writer is mid-stream when the drop starts
-    said = drop_page_cache(tmp_path)  # on today's main: FileNotFoundError on a .tmp name
+    said = drop_page_cache(tmp_path).how  # on today's main: FileNotFoundError on a .tmp name
     dropped_at, written_then = time.monotonic(), writer.written
     writer.join(timeout=30)
     assert writer.written == 400 and "held still" in said

@@ -17,7 +17,7 @@ def test_drop_page_cache_walks_the_kv_dir_but_not_the_marker(tmp_path):
     (tmp_path / "0a1b" / "deeper").mkdir(parents=True)  # vLLM's ExampleConnector: a folder
     (tmp_path / "0a1b" / "model.layers.0.self_attn.attn.safetensors").write_bytes(b"y" * 8192)
     (tmp_path / "0a1b" / "deeper" / "z").write_bytes(b"z")
-    said = drop_page_cache(tmp_path)
+    said = drop_page_cache(tmp_path).how
     assert said.startswith("posix_fadvise(DONTNEED) after fsync on 3 KV files (0.0 MB)")
     assert str(tmp_path) in said
 

@@ -61,6 +61,39 @@ def kv_devices(arm: Arm, configured: list[str]) -> list[str]:
     return [Path(os.path.realpath(node)).name] if node.exists() else []
 
 
+def devices_unwatched(arm: Arm, watched: list[str]) -> str:
+    """Why the block devices under a launched arm's kv_dir cannot be watched; "" when they
+    are, or when the arm is not on this host (its disks were never this host's to watch).
+
+    A filesystem on no local block device (tmpfs, overlay, FUSE, NFS; btrfs's anonymous device
+    numbers too) could not be watched: the proof says so, it does not "not apply".
+    """
+    if watched or arm.kind != "launch" or arm.kv_dir is None:
+        return ""
+    path = real_path(arm.kv_dir)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"kv_dir {path}: {exc.strerror or exc}"
+    number = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    return (f"kv_dir {path} is on {_fstype(number) or 'a filesystem'} (device {number}), "
+            "with no local block device whose I/O counters kvgate can read")
+
+
+def _fstype(number: str, mountinfo: Path = Path("/proc/self/mountinfo")) -> str:
+    """The filesystem type mounted as device ``major:minor`` (proc(5) mountinfo), or ""."""
+    try:
+        lines = mountinfo.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == number and "-" in fields[6:]:
+            dash = fields.index("-", 6)
+            return fields[dash + 1] if len(fields) > dash + 1 else ""
+    return ""
+
+
 def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: int, index: int,
                  *, log: Path, kv_root: Path | None, run_id: str,
                  on_record: Callable[[RequestRecord], None] | None = None,
@@ -83,6 +116,7 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
                     f"{kv_bytes_per_token} B/token) but {kv.path} has only "
                     f"{format_size(kv.free_bytes)} free; nothing was started")
         watched = kv_devices(arm, list(devices))
+        unwatched = devices_unwatched(arm, watched)
         if twice := double_counted(watched):
             raise ProtocolError(f"arm '{name}': [topology] devices: {twice}")
         kept = process is not None
@@ -125,5 +159,6 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
     rep = repetition(name, concurrency, index, cold).model_copy(update={"cpu": cpu})
     if kv is not None:  # where the KV really is: the files the engine left in its kv_dir
         rep = rep.model_copy(update={"evidence": rep.evidence.model_copy(update={
-            "kv_dir": str(kv.path), "kv_dir_bytes": stored_bytes(kv.path)})})
+            "kv_dir": str(kv.path), "kv_dir_bytes": stored_bytes(kv.path),
+            "devices_unwatched": unwatched})})
     return rep

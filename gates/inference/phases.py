@@ -26,6 +26,7 @@ from ..loadgen import (
 )
 from ..proof import (
     MAX_EXPOSITION,
+    CacheDrop,
     DiskCounters,
     MetricSet,
     MetricsParseError,
@@ -202,6 +203,7 @@ class ColdRecovery(BaseModel):
     # read_bytes), how its KV files left the page cache; slot files: bytes each restore read.
     process_read_bytes: int | None = None
     page_cache: str = ""
+    cache_drop: CacheDrop | None = None  # that drop as mincore measured it
     probe_read_bytes: dict[str, int] = {}
     metrics_error: str = ""  # why the engine's counters could not be read (the proof says so)
     server: ServerIdentity | None = None  # what the server said it is
@@ -268,8 +270,9 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         done = await evict(endpoints, eviction, plan, settings)
     # Off the event loop: it waits for the directory to hold still (gates.inference.kv_files).
     stored: dict[str, str] = {}
-    dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
-        if kv_dir is not None else ""
+    drop = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
+        if kv_dir is not None else None
+    dropped = drop.line() if drop else ""
     (before, early), disk_before = await _scrape(source, urls), disks and disks.read()
     nic_before, io_before = nics.read() if nics else None, tree_read_bytes(pid)
     probe = await run_phase(plan.phase(PROBE), endpoints, settings, on_record)
@@ -285,7 +288,7 @@ async def run_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint], settings:
         attribution = attribute(engine, before, after, block_tokens)
     return ColdRecovery(
         engine=engine or "unknown", seed=seed, probe=probe,
-        eviction="; ".join(filter(None, [done, dropped])), page_cache=dropped,
+        eviction="; ".join(filter(None, [done, dropped])), page_cache=dropped, cache_drop=drop,
         process_read_bytes=read_bytes_delta(io_before, io_after), settle_seconds=waited,
         attribution=[attribution], metrics_error=problem, server=server,
         expected_kv_tokens=plan.total_expected_kv_tokens,

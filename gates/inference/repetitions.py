@@ -67,7 +67,8 @@ class Repetition(BaseModel):
         flat = {new: data.pop(old) for old, new in _FLAT.items() if old in data}
         wire = {new: data.pop(old) for old, new in _WIRE.items() if old in data}
         data["evidence"] = {**flat, "storage": wire, "engine": data.get("arm", ""),
-                            "repetitions": 1, "page_cache_dropped": bool(data.get("page_cache"))}
+                            "repetitions": 1, "page_cache": {"how": data["page_cache"]}
+                            if data.get("page_cache") else None}
         return data
 
     @property
@@ -112,7 +113,7 @@ def probe_of(arm: str, cold: ColdRecovery) -> ProbeEvidence:
         "storage": StorageReads(device_bytes=cold.device_read_bytes,
                                 nic_bytes=cold.nic_read_bytes, rdma_bytes=cold.rdma_read_bytes),
         "process_read_bytes": cold.process_read_bytes, "probe_seconds": cold.probe.wall,
-        "page_cache_dropped": bool(cold.page_cache), "repetitions": 1,
+        "page_cache": cold.cache_drop, "repetitions": 1,
         "error": cold.metrics_error, "probe_prompt_tokens": cold.probe_prompt_tokens})
 
 

@@ -2,6 +2,7 @@
 storage-side counters, the evidence chain and its controls, and the server's identity."""
 
 from .attribution import StorageAttribution, attribute, detect_engine, families
+from .cachedrop import CacheDrop
 from .chain import engine_evidence, labelled_ranks, probe_chain, recompute_row
 from .counters import StorageReads, SysfsCounters, double_counted, storage_reads
 from .disks import (
@@ -26,6 +27,8 @@ from .promtext import (
 
 __all__ = [
     "AttributionError",
+    "CacheDrop",
+    "ChainWord",
     "DiskCounters",
     "MAX_EXPOSITION",
     "MetricSet",
@@ -39,7 +42,6 @@ __all__ = [
     "StorageReads",
     "SysfsCounters",
     "attribute",
-    "ChainWord",
     "chain_measurement",
     "detect_engine",
     "device_read_bytes",

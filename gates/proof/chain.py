@@ -12,7 +12,7 @@ import math
 
 from .attribution import PROOF_QUANTITIES, StorageAttribution
 from .chainrows import engine_rows, storage_rows
-from .controls import restore_physics, working_set
+from .controls import cache_drop_row, restore_physics, working_set
 from .counters import StorageReads
 from .evidence import Agreement, Kind, Signal, within
 from .probe import ProbeEvidence, ProofContext
@@ -53,7 +53,8 @@ def labelled_ranks(engine: str, tp: int = 1, pp: int = 1, dp: int = 1) -> int:
 
 def probe_chain(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
     """The evidence table of a probe: engine, storage side, physics and controls."""
-    rows = engine_rows(p, ctx) + storage_rows(p, ctx) + _kv_dir_row(p, ctx)
+    rows = engine_rows(p, ctx) + storage_rows(p, ctx) + _kv_dir_row(p, ctx) \
+        + cache_drop_row(p.page_cache)
     # What the engine says it read, else what the model geometry says the probe needed.
     kv_bytes = p.storage_read_bytes or p.expected_bytes
     if kv_bytes and math.isfinite(kv_bytes) and kv_bytes > 0:
@@ -63,7 +64,7 @@ def probe_chain(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
         devices_agree = any(r.kind is Kind.STORAGE and r.signal == "block devices"
                             and r.agreement is Agreement.AGREES for r in rows)
         rows.append(working_set(int(kv_bytes / max(p.repetitions, 1)),
-                                ctx.memory_bytes, ctx.cpu_tier_bytes, p.page_cache_dropped,
+                                ctx.memory_bytes, ctx.cpu_tier_bytes, p.page_cache,
                                 devices_agree))
     return rows
 

@@ -159,7 +159,7 @@ def _against(value: float, refs: list[tuple[float, str]], lo: float,
 def storage_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
     """The storage side against every reference, and the engine's bytes against its tokens."""
     refs, (lo, hi) = p.storage_references(), ctx.band
-    rows = _consistency(p, lo, hi)
+    rows = _consistency(p, lo, hi) + _unwatched(p)
     s = p.storage
     for label, value in ((DEVICES, s and s.device_bytes), ("storage NICs (rx bytes)",
                                                            s and s.nic_bytes),
@@ -184,6 +184,24 @@ def storage_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
                            unit=f"% of {refs[0][1]}", expected=f"{lo:g}-{hi:g} %",
                            agreement=ok, note="; ".join(filter(None, [note, more]))))
     return rows
+
+
+def _unwatched(p: ProbeEvidence) -> list[Signal]:
+    """The target's devices that could not be watched: said, never a row quietly left out."""
+    s = p.storage
+    if not p.devices_unwatched or (s is not None and s.device_bytes is not None):
+        return []
+    # A network filesystem's bytes cross the storage NICs the site named: they carry the
+    # storage side there (support, as ever). Without them nothing names the target's reads:
+    # /proc/PID/io counts any filesystem's (a copy of the KV on a local disk reads the same).
+    wire = s is not None and (s.nic_bytes is not None or s.rdma_bytes is not None)
+    return [Signal(kind=Kind.STORAGE, signal=DEVICES, expected="the target's devices watched",
+                   agreement=Agreement.ABSENT if wire else Agreement.INCONCLUSIVE,
+                   note=f"could not be watched: {p.devices_unwatched}" + (
+                       "; the storage NICs the site named carry the storage side" if wire else
+                       "; nothing else names the target's own reads: name its block devices "
+                       "in site.toml [topology] devices, or its storage NICs in [topology] "
+                       "interfaces"))]
 
 
 def _consistency(p: ProbeEvidence, lo: float, hi: float) -> list[Signal]:

@@ -93,8 +93,17 @@ def device_reads(c: int, cand: Sequence[ProbeEvidence], limit: Limit,
     refs = references(cand, None) if refs is None else refs
     device = [_device(r) for r in cand]
     if any(d is None for d in device):
+        unwatched = "; ".join(dict.fromkeys(r.devices_unwatched for r in cand
+                                            if r.devices_unwatched))
+        wire = all(r.storage is not None and (r.storage.nic_bytes is not None
+                                              or r.storage.rdma_bytes is not None) for r in cand)
+        if unwatched and not wire:  # could not watch is not "does not apply"
+            return declared.error(f"the target's devices could not be watched: {unwatched}; "
+                                  "name them in site.toml [topology] devices", limit, at=c)
         return declared.not_applicable("no block device to watch: name the array's devices in "
-                                       "site.toml [topology] devices", at=c)
+                                       "site.toml [topology] devices" + (
+                                           f" ({unwatched}; the storage NICs carry the "
+                                           "storage side)" if unwatched else ""), at=c)
     if not refs:
         return declared.error("the engine exposes no storage-read byte counter and the KV "
                               "bytes per token are unknown", limit, at=c)

@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt, model_validator
 
 from ..core import G3Limits
+from .cachedrop import CacheDrop, together
 from .counters import StorageReads
 
 _G3 = G3Limits()  # the defaults of thresholds.toml [g3], when no file is at hand
@@ -42,7 +43,7 @@ class ProbeEvidence(BaseModel):
     storage: StorageReads | None = None
     process_read_bytes: NonNegativeInt | None = None
     probe_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0  # 0: not measured
-    page_cache_dropped: bool = False
+    page_cache: CacheDrop | None = None  # the KV files' page-cache drop, as mincore measured it
     repetitions: int = 0
     storage_read_failures: float | None = None  # the engine's own failed storage reads
     error: str = ""  # why the engine's counters could not be read
@@ -51,6 +52,9 @@ class ProbeEvidence(BaseModel):
     cpu_hit_tokens: float | None = None  # answered by a CPU/DRAM tier, where exposed
     kv_dir: str = ""  # the arm's KV directory on the storage under test
     kv_dir_bytes: int | None = None  # the most its files held after a repetition
+    # Why the target's block devices could not be watched (its kv_dir is on no local block
+    # device: tmpfs, overlay, FUSE, NFS); "" when they were, or the arm is not on this host.
+    devices_unwatched: str = ""
 
     @property
     def expected_bytes(self) -> float | None:
@@ -92,7 +96,7 @@ class ProbeEvidence(BaseModel):
             "storage": storage,
             "process_read_bytes": add(self.process_read_bytes, other.process_read_bytes),
             "probe_seconds": self.probe_seconds + other.probe_seconds,
-            "page_cache_dropped": self.page_cache_dropped and other.page_cache_dropped,
+            "page_cache": together(self.page_cache, other.page_cache),
             "storage_read_failures": add(self.storage_read_failures,
                                          other.storage_read_failures),
             "cpu_hit_tokens": add(self.cpu_hit_tokens, other.cpu_hit_tokens),
@@ -101,6 +105,8 @@ class ProbeEvidence(BaseModel):
             "repetitions": self.repetitions + other.repetitions,
             "input_errors": list(dict.fromkeys(self.input_errors + other.input_errors)),
             "unclassified": list(dict.fromkeys(self.unclassified + other.unclassified)),
+            "devices_unwatched": "; ".join(dict.fromkeys(filter(None, [
+                self.devices_unwatched, other.devices_unwatched]))),
             "error": "; ".join(dict.fromkeys(filter(None, [self.error, other.error])))})
 
 

@@ -204,8 +204,9 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         except SlotError as exc:
             raise PhaseError(f"eviction: {exc}") from None
         stored: dict[str, str] = {}
-        dropped = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
-            if kv_dir is not None else ""
+        drop = await asyncio.to_thread(drop_page_cache, kv_dir, stored, write_quiet) \
+            if kv_dir is not None else None
+        dropped = drop.line() if drop else ""
         runner.actions.clear()
         before, disk_before = await scrape_all(source, endpoints), disks and disks.read()
         io_before = tree_read_bytes(pid)
@@ -223,5 +224,6 @@ async def run_slot_cold_recovery(plan: Plan, endpoints: Sequence[Endpoint],
         device_read_bytes=device_read_bytes(disk_before, disk_after, list(devices))
         if disks and devices else None,
         process_read_bytes=read_bytes_delta(io_before, io_after), page_cache=dropped,
+        cache_drop=drop,
         probe_read_bytes={k: v.n_read or 0 for k, v in runner.actions.items()}, server=server,
         probe_prompt_tokens=sum(len(r.prompt) for r in plan.phase(PROBE)), kv_read_back=again)
