@@ -11,6 +11,7 @@ import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
 from gates.core import G3
+from gates.engines import unexplained_gains
 from gates.inference import (
     baseline_shift,
     by_concurrency,
@@ -57,6 +58,9 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
                           kvgate.thresholds.decision, chains,
                           kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent,
                           set_aside=g3_pairs.set_aside, comparison_seconds=g3_pairs.seconds)
+    # A gain above the claimed band that the arms' storage does not explain: a crippled baseline?
+    for text in unexplained_gains(G3.select(out, "g3.throughput_gain"), limits, g3_pairs.bound):
+        kvgate.deviate("g3", text)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")

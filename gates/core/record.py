@@ -28,6 +28,9 @@ DEVIATION_KINDS = (
     ("baseline may be starved", BLOCKING, "other processes took the G2 baseline's CPU"),
     ("G3's baseline moved from G2's", BLOCKING,
      "G3's control baseline is not the baseline G2 qualified"),
+    ("gain beyond the arms' storage", BLOCKING,
+     "G3's gain is above the claimed band and beyond what both arms' measured storage allows "
+     "(gates.engines.fairness): a baseline slower than its own storage?"),
     ("other I/O on the target's device", BLOCKING, "G1 saw I/O that fio did not do"),
     ("other processes' I/O on the target was not watched", BLOCKING,
      "G1 could not watch the target's device"),

@@ -159,6 +159,20 @@ class G3Limits(Strict):
         "the time G3 may spend on pairs, all levels"))
     # G3's own baseline repetitions against G2's record: moved further than this, a deviation.
     baseline_shift_max: Annotated[Percent, CEILING] = Field(default=10.0, gt=0.0, le=100.0)
+    # Each arm's storage, read once before the pairs (G1's KV-restore job, this long, in the
+    # arm's kv_dir): the KV model bounds the gain it explains (gates.engines.fairness); 0 s
+    # reads none, and a gain above the claimed band then stands as a deviation unexplained.
+    arm_storage_reference: Duration = Field(default=2.0, ge=0.0, le=60.0, description=(
+        "0s reads no arm's storage; at most 1 minute an arm"))
+
+    @field_validator("arm_storage_reference")
+    @classmethod
+    def _arm_reference_long_enough(cls, seconds: float) -> float:
+        # As g2.device_reference: fio's start and the file's open are ~0.1 s.
+        if 0 < seconds < 0.2:
+            raise ValueError(f"{seconds:g}s is too short to time the storage: 0s (not read) or "
+                             "at least 0.2s")
+        return seconds
 
     @model_validator(mode="after")
     def _band_in_order(self) -> G3Limits:

@@ -1,6 +1,8 @@
 """Real engines for G2/G3 (llama.cpp, vLLM): the choice of engine and the arm protocol."""
 
+from .armstorage import arm_storage
 from .choice import EngineRun, choose_engine
+from .fairness import GainBound, gain_bound, unexplained_gains
 from .proofctx import proof_context
 from .protocol import ProtocolError
 from .runner import (
@@ -15,12 +17,16 @@ from .runner import (
 __all__ = [
     "ArmRunner",
     "EngineRun",
+    "GainBound",
     "ProtocolError",
     "abba_pair",
     "arm_problem",
+    "arm_storage",
     "choose_engine",
     "engine_site",
+    "gain_bound",
     "kv_bytes_per_token",
     "machine_readings",
     "proof_context",
+    "unexplained_gains",
 ]

@@ -1,0 +1,117 @@
+"""Issue #43 case 5: a crippled baseline reads as a great array.
+
+Before the fix a gain far above the claimed band was a note on the measurement ("check that the
+baseline was configured fairly"): no deviation, so neither the summary nor its recommendation
+said a word, and a candidate 20x faster than its baseline tier PASSed at +340 % with that note
+alone. Now G3 measures both arms' storage (the same short KV-restore fio job in each arm's
+kv_dir), states the most gain the KV model allows from the two bandwidths, and a gain above the
+claimed band and beyond that bound is a blocking deviation that only a signed waiver clears.
+"""
+
+import pytest
+from _chain import SITE, add_gate, full_chain
+
+from gates.cli import main
+from gates.core import BLOCKING, Decision, G3Limits, deviation_kind
+from gates.engines import gain_bound, unexplained_gains
+from gates.engines.fairness import ArmStorage
+from gates.inference import Repetition, g3_measurements
+from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary
+from gates.report.summary import ACCEPT, NOT_READY
+from gates.store import Store
+
+KV_BYTES = 256 * 1024  # a 256-token context at 1,024 B a token (the e2e sites')
+PAIRS = 7
+
+
+def storage(base_bps, cand_bps=1.0e9, base_dir="/t/kv-baseline", error=""):
+    return {"baseline": ArmStorage(arm="baseline", directory=base_dir, bytes_per_s=base_bps,
+                                   error=error),
+            "candidate": ArmStorage(arm="candidate", directory="/t/kv-candidate",
+                                    bytes_per_s=cand_bps)}
+
+
+def gains(speedup):
+    """G3's throughput-gain measurements (the real rule) of a candidate `speedup` times faster
+    in TTFT, 4.4x in throughput (+340 %: the issue's run)."""
+    base = [Repetition(arm="baseline", concurrency=8, repetition=i, ttfts=[10.0, 10.0, 10.0],
+                       output_throughput=100.0 + i, sent=3, errors=0) for i in range(PAIRS)]
+    cand = [Repetition(arm="candidate", concurrency=8, repetition=i,
+                       ttfts=[10.0 / speedup] * 3, output_throughput=440.0 + 4 * i, sent=3,
+                       errors=0) for i in range(PAIRS)]
+    out = g3_measurements({8: list(zip(base, cand, strict=True))}, [], G3Limits(), Decision())
+    return [m for m in out if m.id == "g3.throughput_gain"]
+
+
+def test_the_bound_is_the_kv_model_s_gain_from_both_arms_bandwidth():
+    bound = gain_bound(storage(0.5e9), KV_BYTES)
+    # Restore time = KV bytes / bandwidth, nothing else in TTFT, no decode time: the ideal case,
+    # so the most a 2x faster storage can give is +100 %.
+    assert bound.gain_pct == pytest.approx(100.0)
+    assert "baseline 0.5 GB/s in /t/kv-baseline" in bound.basis
+    assert "candidate 1 GB/s in /t/kv-candidate" in bound.basis
+
+
+def test_a_20x_faster_candidate_over_a_baseline_on_the_same_storage_is_a_blocking_deviation():
+    [gain] = gains(20.0)
+    assert gain.outcome.value == "PASS" and gain.value > 300  # what the issue saw: PASS
+    [text] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
+    assert deviation_kind(text) == BLOCKING
+    assert text.startswith("gain beyond the arms' storage at concurrency 8: output throughput "
+                           "+3"), text
+    assert "above the claimed band (+29…+40 %, g3.throughput_gain_claimed_max)" in text
+    assert "above the +2 % the KV model allows at most" in text, text
+    assert "baseline 0.98 GB/s in /t/kv-baseline" in text
+
+
+def test_a_gain_the_arms_storage_explains_is_no_deviation():
+    [gain] = gains(20.0)
+    # The baseline's tier really is 20x slower: +1,900 % at most, +340 % is within it.
+    assert unexplained_gains([gain], G3Limits(), gain_bound(storage(0.05e9), KV_BYTES)) == []
+
+
+def test_a_gain_inside_the_claimed_band_is_no_deviation_whatever_the_storage():
+    in_band = gains(20.0)[0].model_copy(update={"value": 35.0, "interval": (30.0, 40.0)})
+    assert unexplained_gains([in_band], G3Limits(), gain_bound(storage(1e9), KV_BYTES)) == []
+
+
+def test_without_a_measured_baseline_storage_nothing_explains_a_gain_above_the_band():
+    [gain] = gains(20.0)
+    recompute = storage(None, base_dir="")
+    [text] = unexplained_gains([gain], G3Limits(), gain_bound(recompute, KV_BYTES))
+    assert deviation_kind(text) == BLOCKING
+    assert "no prediction can be made: the baseline arm names no kv_dir" in text, text
+    failed = storage(None, error="fio exited 1: O_DIRECT not supported")
+    [text] = unexplained_gains([gain], G3Limits(), gain_bound(failed, KV_BYTES))
+    assert "the baseline's storage could not be measured: fio exited 1: O_DIRECT" in text, text
+    [text] = unexplained_gains([gain], G3Limits(), gain_bound({}, KV_BYTES))
+    assert "the arms' storage was not measured" in text, text
+
+
+@pytest.fixture
+def key(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    new_key(tmp_path / "keys")
+
+
+def test_the_deviation_keeps_an_all_pass_chain_from_accept_until_a_signed_waiver(tmp_path, key):
+    [gain] = gains(20.0)
+    [text] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
+    out = tmp_path / "out"
+    with Store(out) as store:
+        full_chain(store, "r1", gates=("g1",))
+        below = store.record("r1", "g1")
+        for gate in ("g2", "g3", "g4"):
+            below = add_gate(store, "r1", gate, cites=below,
+                             deviations=[text] if gate == "g3" else [])
+        summary = build_summary(store, SITE, "r1")
+        write_summary(store, SITE, "r1")
+    assert summary.recommendation.status == NOT_READY
+    [reason] = summary.recommendation.reasons
+    assert reason.startswith("open deviation (G3, run r1): gain beyond the arms' storage")
+    assert main(["waive", "r1", "gain beyond the arms' storage", "--reason",
+                 "the baseline is the buyer's own throttled tier", "--by", "J. Reviewer",
+                 "--out", str(out)]) == 0
+    with Store(out) as store:
+        assert build_summary(store, SITE, "r1").recommendation.status == ACCEPT
