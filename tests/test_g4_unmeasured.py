@@ -116,5 +116,11 @@ def test_g4_without_nvme_cli_with_devices_named_is_error_naming_nvme_cli(tmp_pat
     assert any(d.startswith("simulated engine: the arms candidate run kvgate's reference")
                for d in g4["deviations"]), g4["deviations"]
     html = path.with_suffix(".html").read_text()
+    # #43: each G4 health rule shows its coverage: five windows (10 s of 2 s), every verify
+    # pass read; SMART read in none, and its ERROR says which and why.
+    assert by_id["g4.verify_errors"]["evidence"][0] == "windows read 5 of 5"
+    assert by_id["g4.media_errors"]["evidence"][0].startswith(
+        "windows read 0 of 5 (0%); not read: #0 nvme-cli is not installed")
+    assert "windows read 5 of 5" in html
     assert "kvgate-sim (X-KVGate-Simulator header)" in html
     assert "vllm (site file" not in html
