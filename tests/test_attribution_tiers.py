@@ -59,6 +59,23 @@ def test_sglang_storage_and_host_hits_split_as_the_engine_says():
     assert (a.storage_read_tokens, a.cpu_hit_tokens) == (1192, 7000)
 
 
+def test_sglang_requests_without_a_split_are_the_only_tokens_the_prefetch_counter_may_claim():
+    # cache_source="total": SGLang's fallback for a request with no per-source details.
+    def total(t: str, host: float, rest: float) -> str:
+        return t.replace(
+            'sglang:cached_tokens_total{cache_source="storage",engine_type="unified",'
+            'model_name="Qwen/Qwen3-8B"} 8192.0',
+            'sglang:cached_tokens_total{cache_source="host",engine_type="unified",'
+            f'model_name="Qwen/Qwen3-8B"}} {host}\n'
+            'sglang:cached_tokens_total{cache_source="total",engine_type="unified",'
+            f'model_name="Qwen/Qwen3-8B"}} {rest}')
+    after = (DATA / "sglang.after.prom").read_text()
+    a = attribute("sglang", scrape("sglang.before"), parse_metrics(total(after, 8000.0, 192.0)))
+    assert a.storage_read_tokens == 192  # not the 8,192 prefetched_tokens saw
+    assert a.caveats["storage_read_tokens"].startswith("tier-blind: 192 of the 192 tokens")
+    assert a.rank_reads in ({}, {"tp_rank=0": 192})
+
+
 def _mp(after: str, l2_name: str) -> str:
     return after.replace('lmcache_mp_l2_load_completed_requests_total{l2_name="fs"} 1.0',
                          f'lmcache_mp_l2_load_completed_requests_total{{l2_name="fs"}} 1.0\n'

@@ -57,11 +57,18 @@ _RANKED = {"shard": _SHARD, "split": _SPLIT, "roster": _STORAGE_RANKS, "lazy": T
 # The storage backend names the tier of its series (storage_backend, tiers
 # "sglang.storage_backend"): a mooncake or kvcc L3 is other hosts' memory, not storage.
 _BACKEND = {"tier": "storage_backend", "space": "sglang.storage_backend", "cls": STORAGE}
-# Every cached token of a finished request has a cache_source (device, host or storage:
-# output_streamer.py get_cached_tokens_details), so the family, once present, is the engine's
-# whole attribution: nothing is left for another counter to claim (split.py).
+# A finished request's cached tokens are split device / host / storage (output_streamer.py
+# get_cached_tokens_details), or all "total" where it has no split (tiers): only that
+# remainder may be claimed by the per-rank prefetched_tokens, less the storage tokens the
+# engine named (split.py).
 _CACHE_SOURCE = rule(f"{_S}cached_tokens_total", tier="cache_source", space="sglang.cache_source",
                      cls=STORAGE, backend="storage_backend", roster=_STORAGE_RANKS, lazy=True)
+_PREFETCHED = rule(f"{_S}prefetched_tokens_total", **_RANKED, **_BACKEND)
+_SGLANG_SPLIT = Split(tiers=_CACHE_SOURCE, blind=[Blind(
+    rule=_PREFETCHED.model_copy(update={"caveat": (
+        "tier-blind: sglang:prefetched_tokens counts tokens the storage backend delivered into "
+        "host memory, whether or not a request then used them (managers/cache_controller.py)")}),
+    minus=[_CACHE_SOURCE])])
 SGLANG: dict[str, list[Rule]] = {
     "prompt_tokens": [rule(f"{_S}prompt_tokens_total", lazy=True)],  # TokenizerMetricsCollector
     "cached_tokens": [rule(f"{_S}cached_tokens_total", lazy=True)],  # every cache_source
@@ -77,8 +84,7 @@ SGLANG: dict[str, list[Rule]] = {
     # min-reduced over the TP/PP group in managers/cache_controller.py): a per-rank rule after
     # the first answer still caps it, so one rank that read nothing shows. cache_source
     # "storage" is classified by the storage_backend of the storage collector's series.
-    "storage_read_tokens": [_CACHE_SOURCE,
-                            rule(f"{_S}prefetched_tokens_total", **_RANKED, **_BACKEND)],
+    "storage_read_tokens": [_CACHE_SOURCE, _PREFETCHED],
     # L2 -> L3 writes, added when the storage acknowledged them (unified_radix_cache.py).
     "storage_write_tokens": [rule(f"{_S}backuped_tokens_total", **_RANKED)],
     # L3 hits that did not become usable because the transfer failed or ran out of time; the
@@ -137,7 +143,7 @@ ADAPTERS: dict[str, dict[str, list[Rule]]] = {
 # Engines that attribute their hits to tiers: that split bounds every blind counter (split.py).
 SPLITS: dict[str, Split] = {
     "vllm": VLLM_SPLIT, "lmcache": LMCACHE_SPLIT, "vllm-native": VLLM_SPLIT,
-    "sglang": Split(tiers=_CACHE_SOURCE), "dynamo-kvbm": _KVBM_SPLIT}
+    "sglang": _SGLANG_SPLIT, "dynamo-kvbm": _KVBM_SPLIT}
 if tuple(ADAPTERS) != ADAPTER_NAMES:  # the site's `engine =` values are validated against these
     raise ImportError(f"adapters {tuple(ADAPTERS)} differ from core.ADAPTER_NAMES {ADAPTER_NAMES}")
 # Most specific first: an LMCache server also serves vllm:* metrics, a native-offload one

@@ -46,7 +46,10 @@ TIERS: dict[str, dict[str, str]] = {
     # and host pools, and the L3 storage backend: "storage" (>= 0.5.20; its backend is the
     # storage_backend label below) or "storage_<BackendClass>" (<= 0.5.19), classified as the
     # backend it names (mem_cache/storage/backend_factory.py register_backend class names).
+    # "total" is its fallback when a finished request carries no per-source details
+    # (metrics_collector.py, "Fallback for backward compatibility", 0.5.23 wheel): unattributed.
     "sglang.cache_source": {"device": MEMORY, "host": MEMORY, "storage": BY_BACKEND,
+                            "total": UNATTRIBUTED,
                             "storage_HiCacheFile": STORAGE, "storage_HiCacheHF3FS": STORAGE,
                             "storage_HiCacheNixl": STORAGE, "storage_MooncakeStore": PEER,
                             "storage_KVCCStore": PEER, "storage_SimHiCacheStorage": MEMORY,
