@@ -37,8 +37,9 @@ ORDERS = (("baseline", "candidate"), ("candidate", "baseline"))
 # A pair in which the load generator was unfit (its own lag, gates.loadgen.selfcheck) measured
 # kvgate, not the storage: it is set aside and measured again, at most this often per level.
 # Whether a pair is set aside depends on the generator's lag alone, never on either arm's
-# figures, so it cannot pick pairs that favour an arm; a level still unfit after these is
-# INCONCLUSIVE (gates.inference.self_check), and every set-aside pair is in the evidence.
+# figures, so it cannot pick pairs that favour an arm; a level whose kept pairs hold an unfit
+# repetition of either arm is INCONCLUSIVE (gates.inference.self_check, given both arms'), and
+# every set-aside pair is in the evidence.
 REMEASURES = 2
 
 WHY_PAIRS = ("Requests queued behind each other in one repetition are not independent draws "
@@ -195,9 +196,11 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
         note = _note(s, rule, d, by_id[id], decision.statistic, why, cap)
         if id == "g3.throughput_gain" and above_claimed_band(
                 final.point, limits.throughput_gain_claimed_max):
+            # The deviation that blocks ACCEPT: gates.engines.fairness, on both arms' storage.
             note += (f"; above the claimed band (+{limits.throughput_gain_min:g}…"
                      f"+{limits.throughput_gain_claimed_max:g} %): check that the baseline "
-                     "was configured fairly")
+                     "was configured fairly (a gain both arms' storage does not explain is a "
+                     "deviation)")
         out.append(G3[id].stamp(Measurement(
             name="", value=final.point, unit="%", limit=by_id[id],
             outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi),
