@@ -115,3 +115,9 @@ def test_the_deviation_keeps_an_all_pass_chain_from_accept_until_a_signed_waiver
                  "--out", str(out)]) == 0
     with Store(out) as store:
         assert build_summary(store, SITE, "r1").recommendation.status == ACCEPT
+
+
+def test_an_arm_storage_reading_too_short_to_time_the_storage_is_refused():
+    assert G3Limits(arm_storage_reference=0.0).arm_storage_reference == 0.0  # not read
+    with pytest.raises(ValueError, match="too short to time the storage"):
+        G3Limits(arm_storage_reference=0.1)
