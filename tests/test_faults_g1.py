@@ -72,24 +72,27 @@ def test_eio_on_reads_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  
     assert faultfs.stats()["faults"][0]["fired"] > 0
 
 
-def test_enospc_on_writes_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  # noqa: F811
-                                                                 tiny_site):
-    """The array fills up four writes into the precondition: its job and the write job are
-    ERRORs naming ENOSPC and their files; the read jobs say they were not run and why."""
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS])
+def test_a_refused_write_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  # noqa: F811
+                                                               tiny_site, code):
+    """The array fills up (or goes read-only) four writes into the precondition: its job and
+    the write job are ERRORs naming the errno and their files; the read jobs say they were not
+    run and why."""
+    said = errno.errorcode[code]
     target = faultfs.mountpoint / "target"
-    faultfs.set(Fault("error", op="write", errno=errno.ENOSPC, after=4))
+    faultfs.set(Fault("error", op="write", errno=code, after=4))
     done, record = run_g1(tmp_path, tiny_site(target))
     assert done.returncode == 2, done.stdout + done.stderr
     measured = by_name(record)
     write = measured["Sequential write 1 MiB bandwidth"]
     assert write["outcome"] == "ERROR", write
-    assert "job seqwrite" in write["note"] and "ENOSPC" in write["note"] \
+    assert "job seqwrite" in write["note"] and said in write["note"] \
         and str(target / WRITE_FILE) in write["note"], write["note"]
     for name in READ_JOBS:
         note = measured[name]["note"]
         assert measured[name]["outcome"] == "ERROR", measured[name]
         assert note.startswith("not run: preconditioning failed (job precondition") \
-            and "ENOSPC" in note and str(target / READ_FILE) in note, note
+            and said in note and str(target / READ_FILE) in note, note
 
 
 def demo_limits():

@@ -98,3 +98,25 @@ def test_eio_in_the_verify_pass_from_window_3_fails_naming_the_window_and_errno(
     assert rule["seen"] >= 3 and rule["fired"] >= 1, rule
     # Windows count from 0: the third pass is window #2's, and every later one was refused too.
     assert verify["note"].startswith("window #2: ") and "EIO" in verify["note"], verify["note"]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_bytes_flipped_on_read_are_verify_errors_at_their_offset(faultfs):  # noqa: F811
+    """The storage returns other bytes than were written (ten bytes of the fourth 64 KiB block):
+    G4's write-then-verify pass, with its shipped engine and O_DIRECT (libaio, direct = true),
+    counts verify errors at that block, an alert reading; g4.verify_errors allows none."""
+    from gates.soak.fio_verify import FioVerify
+    from gates.soak.health import WindowContext
+    from gates.storage import SubprocessRunner
+
+    block = 65536
+    verify = FioVerify(SubprocessRunner(), faultfs.mountpoint / "scratch", size=1 << 20,
+                       block=block, rate="0", ioengine="libaio", direct=True)
+    faultfs.set(Fault("flip", path="*/kvgate-soak-verify.dat", start=3 * block + 100,
+                      end=3 * block + 110))
+    reading = verify.collect(WindowContext(index=0, start=0.0, end=1.0, since=0.0))
+    assert reading.status == "alert", reading.reason
+    assert reading.values["verify_errors"] >= 1 and "job_errors" not in reading.values
+    assert any(f"offset {3 * block} length {block}" in d for d in reading.details), \
+        reading.details
+    assert faultfs.stats()["faults"][0]["fired"] >= 1
