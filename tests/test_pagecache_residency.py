@@ -229,3 +229,34 @@ def test_an_unwatched_target_does_not_pass_on_proc_pid_io_alone_even_with_a_veri
     [row] = [s for s in chain if s.signal == "block devices"]
     assert row.agreement == "not exposed" and why in row.note and "storage NICs" in row.note
     assert not judge_chain(chain).inconclusive
+
+
+SIM_PROOF = ["proof", "--engine", "kvgate-sim",
+             "--before", "tests/data/metrics/kvgate-sim.before.prom",
+             "--after", "tests/data/metrics/kvgate-sim.after.prom", "--expected-tokens", "65536",
+             "--kv-bytes-per-token", "1024", "--process-bytes", "67108864", "--memory", "24GiB"]
+
+
+@pytest.mark.parametrize("extra, code, said", [
+    # The site's word alone: it once passed on /proc/PID/io alone (exit 0).
+    (["--page-cache-dropped"], 2, "the residency of the KV files was not measured"),
+    # What the site measured after its drop (fincore --bytes): the bytes decide.
+    (["--page-cache-bytes", "67108864", "--page-cache-resident", "67108864"], 2,
+     "67,108,864 of 67,108,864 bytes"),
+    (["--page-cache-bytes", "67108864", "--page-cache-resident", "0"], 0, "verified by mincore"),
+])
+def test_kvgate_proof_believes_a_drop_only_as_measured(capsys, monkeypatch, extra, code, said):
+    from gates.cli import main
+
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    assert main(SIM_PROOF + extra) == code
+    assert said in capsys.readouterr().out
+
+
+def test_kvgate_proof_refuses_half_a_residency_measurement(capsys, monkeypatch):
+    from gates.cli import main
+
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    assert main(SIM_PROOF + ["--page-cache-resident", "0"]) == 2
+    out = capsys.readouterr()
+    assert "--page-cache-bytes" in out.out + out.err

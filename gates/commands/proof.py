@@ -21,6 +21,7 @@ from ..options import Range, input_file
 from ..proof import (
     MAX_EXPOSITION,
     AttributionError,
+    CacheDrop,
     MetricSet,
     MetricsParseError,
     ProbeEvidence,
@@ -91,7 +92,13 @@ def add_proof_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--memory", default="", help="the host's memory, e.g. 1TiB (page cache)")
     p.add_argument("--cpu-tier", default="", help="the engine's CPU KV tier, e.g. 64GiB")
     p.add_argument("--page-cache-dropped", action="store_true",
-                   help="the KV files' page cache was dropped before the probe")
+                   help="the KV files' page cache was dropped before the probe (said, not "
+                   "measured: it rules nothing out without --page-cache-resident)")
+    p.add_argument("--page-cache-bytes", default=None,
+                   help="the KV files' bytes the drop covered (with --page-cache-resident)")
+    p.add_argument("--page-cache-resident", default=None,
+                   help="of them, bytes still in the page cache after the drop, measured "
+                   "(fincore --bytes, or mincore): only a drop measured at ~0 rules memory out")
     p.add_argument("--restarted", action="store_true", help="the engine was restarted between "
                    "the scrapes on purpose (its start time must show it)")
     p.add_argument("--read-fraction-min", default="90",
@@ -204,6 +211,11 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
             built.append(model(**values))
         except ValidationError as exc:
             problems.append(str(_refused(exc, args)))
+    size, left = counted("--page-cache-bytes"), counted("--page-cache-resident")
+    try:
+        cache = _page_cache(args, size, left)
+    except ValueError as exc:
+        problems.append(str(exc))
     if problems:
         raise ValueError("; ".join(problems))
     storage, context, _ = built
@@ -211,8 +223,20 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
                   _scrape(args.after, args.engine), int(block) if block else None,
                   restart_expected=args.restarted)
     evidence = ProbeEvidence(**probe, engine=args.engine, **engine_evidence(a), storage=storage,
-                             page_cache_dropped=args.page_cache_dropped, repetitions=1)
+                             page_cache=cache, repetitions=1)
     return evidence, context
+
+
+def _page_cache(args: argparse.Namespace, size: float | None,
+                left: float | None) -> CacheDrop | None:
+    """The drop as the site measured it; its bare word is kept, and not believed."""
+    if size is None and left is None:
+        return CacheDrop(how="said by --page-cache-dropped") if args.page_cache_dropped else None
+    if size is None or left is None:
+        raise ValueError("--page-cache-bytes and --page-cache-resident go together: the KV "
+                         "files' bytes and how many of them stayed resident after the drop")
+    return CacheDrop(how="measured by the site (--page-cache-resident)", bytes=int(size),
+                     resident_after=int(left))
 
 
 def proof_command(args: argparse.Namespace) -> int:

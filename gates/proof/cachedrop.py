@@ -54,8 +54,9 @@ class CacheDrop(BaseModel):
         if self.resident_after is not None:
             before = "" if self.resident_before is None else \
                 f"{self.resident_before:,} before the drop, "
+            files = f" in {self.files:,} KV files" if self.files else ""
             parts.append(f"resident (mincore): {before}{self.resident_after:,} after, of "
-                         f"{self.bytes:,} bytes in {self.files:,} KV files")
+                         f"{self.bytes:,} bytes{files}")
         else:
             parts.append("the residency of the KV files was not measured")
         if self.unmeasured:
