@@ -121,10 +121,12 @@ bench: $(BIN)/kvgate
 	$(BIN)/python bench/decision_risk.py && $(BIN)/python bench/soak_risk.py && \
 	$(BIN)/python bench/vs_aiperf.py
 
-# Hand-written mutants of core/ and proof/ (tests/check_tests.py): each breaks one behaviour in
-# a copy of the package and must be caught by the test module it names; prints the kill rate.
+# Mutation testing of the decision code with mutmut (pyproject.toml [tool.mutmut]; a copy under
+# mutants/, incremental: a second run re-tests only changed functions), then the score per module
+# and every survivor not named equivalent in tests/data/mutation/equivalent.toml.
+# `make mutants CHANGED=main` mutates only the decision modules changed since main.
 mutants: $(VENV)/.test-extras
-	$(BIN)/python tests/check_tests.py
+	$(BIN)/python tests/mutation.py $(if $(CHANGED),--changed $(CHANGED))
 
 clean:
-	rm -rf $(VENV) .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*
+	rm -rf $(VENV) mutants .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*

@@ -324,7 +324,10 @@ def _parses_or_says_why(text: str) -> None:
         report = parse_fio_json(text)
     except FioParseError:
         return
-    _usable(report)
+    try:
+        _usable(report)
+    except Exception as e:  # anything but a FioParseError is a parser bug, named
+        pytest.fail(f"a parsed report broke a G1 rule: {type(e).__name__}: {e}")
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,37 +1,61 @@
-"""The mutant list of `make mutants` (tests/check_tests.py) stays true to the code it breaks.
+"""`make mutants` stays true to the code it tests, and every test in the suite can fail.
 
-The mutation run itself takes minutes and is not part of `make test`; this keeps its list from
-rotting as the code moves: every mutant's text is in its module exactly once, and the test
-module meant to catch it exists and asserts something in every test.
+The mutation run itself (mutmut over the decision code, tests/mutation.py) takes a quarter of
+an hour and is not part of `make test`; this keeps its configuration from rotting as the code
+moves, and runs the static checks of tests/check_tests.py over every test module.
 """
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import check_tests
+import mutation
 import pytest
 
-GATES = Path(__file__).resolve().parent.parent / "gates"
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
+# The decision code #43 names: what decides a verdict must be under mutation.
+DECISION_ROOMS = {"gates/core", "gates/proof", "gates/inference", "gates/soak"}
 
 
-@pytest.mark.parametrize("mutant", check_tests.MUTANTS, ids=lambda m: f"{m[0]}:{m[1][:40]}")
-def test_each_mutant_breaks_code_that_exists(mutant):
-    module, old, new, test = mutant
-    path = GATES / module
-    assert path.is_file(), f"{module}: no such module under gates/"
-    found = path.read_text().count(old)
-    assert found == 1, f"{module}: the mutant's text is there {found} times: {old!r}"
-    assert old != new and test in check_tests.TESTS
+@pytest.mark.parametrize("module", CONFIG["only_mutate"])
+def test_each_mutated_module_exists(module):
+    assert (REPO / module).is_file(), f"[tool.mutmut] only_mutate: {module}: no such module"
 
 
-@pytest.mark.parametrize("test", check_tests.TESTS)
-def test_every_test_the_mutants_rely_on_asserts_something(test):
-    path = Path(__file__).resolve().parent / test
-    assert path.is_file(), f"{test}: named by a mutant but missing"
-    assert check_tests.assert_free_tests(path) == []
+@pytest.mark.parametrize("test", CONFIG["pytest_add_cli_args_test_selection"])
+def test_each_selected_test_module_exists_and_runs_no_subprocess(test):
+    path = REPO / test
+    assert path.is_file(), f"[tool.mutmut] test selection: {test}: no such file"
+    # a subprocess imports the unmutated package: its verdict says nothing about a mutant
+    assert "subprocess" not in path.read_text(), test
 
 
-def test_the_mutants_cover_the_core_and_the_proof():
-    rooms = {m[0].split("/")[0] for m in check_tests.MUTANTS}
-    assert rooms == {"core", "proof"}
+def test_the_decision_rooms_are_all_under_mutation():
+    assert {str(Path(m).parent) for m in CONFIG["only_mutate"]} == DECISION_ROOMS
+
+
+def test_a_mutant_name_maps_to_its_module():
+    assert mutation.module_of("gates.core.verdict.xǁLimitǁat_least__mutmut_1") == \
+        "gates/core/verdict.py"
+    assert mutation.module_of("gates.soak.rules.x_window_rule__mutmut_12") == "gates/soak/rules.py"
+
+
+def test_every_named_equivalent_says_why():
+    for name, why in mutation.equivalents().items():
+        assert why.strip(), f"{name}: an equivalent mutant needs its reason"
+        assert mutation.module_of(name) in CONFIG["only_mutate"], name
+
+
+def test_every_test_asserts_something_and_none_is_a_tautology():
+    assert check_tests.problems() == []
+
+
+def test_the_static_check_finds_what_it_claims_to(tmp_path):
+    bad = tmp_path / "test_bad.py"
+    bad.write_text("def test_silent():\n    x = 1\n\n\ndef test_same():\n    a = 2\n"
+                   "    assert a == a\n\n\ndef test_fine():\n    assert f() == f()\n")
+    assert check_tests.assert_free_tests(bad) == ["test_silent"]
+    assert check_tests.tautologies(bad) == ["line 7: assert a == a"]

@@ -167,7 +167,8 @@ def matches_golden(name: str, text: str) -> None:
 
 
 def test_schema_is_a_valid_json_schema():
-    Draft202012Validator.check_schema(record_schema())
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+    assert [e.message for e in meta.iter_errors(record_schema())] == []
 
 
 def test_written_record_validates_against_the_schema(session):

@@ -39,7 +39,7 @@ def test_vet_filenames_refuses_names_that_leave_the_directory(name):
 
 
 def test_vet_filenames_accepts_plain_names():
-    vet_filenames({READ_FILE, WRITE_FILE, "..hidden-but-plain", "a.b-c_d"})
+    assert vet_filenames({READ_FILE, WRITE_FILE, "..hidden-but-plain", "a.b-c_d"}) is None
 
 
 @pytest.mark.parametrize("bad", ["a:b", "x$HOME", "new\nline"])
