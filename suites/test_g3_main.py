@@ -121,4 +121,5 @@ def test_outputs_match_recompute(g3_correctness, kvgate, check):
             return check(declared.error(runs.error))
     limits = kvgate.thresholds.g3
     check(correctness(candidate.reps[0], recompute.reps[0], limits.correctness_tokens,
-                      limits.correctness_logprob_gap_max, limits.correctness_tie_logprob_max))
+                      limits.correctness_logprob_gap_max, limits.correctness_tie_logprob_max,
+                      limits.correctness_tie_share_max))

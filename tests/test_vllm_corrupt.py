@@ -115,7 +115,7 @@ def runs(vllm):
 def judged(cand, reference, repo):
     g3 = load_thresholds(repo / "thresholds.toml")[0].g3
     return correctness(cand, reference, g3.correctness_tokens, g3.correctness_logprob_gap_max,
-                       g3.correctness_tie_logprob_max)
+                       g3.correctness_tie_logprob_max, g3.correctness_tie_share_max)
 
 
 def test_the_reference_recomputed_and_the_zeroed_files_were_loaded(runs):

@@ -37,6 +37,9 @@ class RequestRecord(BaseModel):
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens, if sent
     output_ids: list[int] = Field(default_factory=list)  # token ids, when the server sends them
     output_logprobs: list[float] = Field(default_factory=list)  # each output token's logprob
+    # Each output token's top-k (token id, logprob), best first, one per logprob; [] where the
+    # server named none by id (gates.loadgen.logprobs).
+    output_top_logprobs: list[list[tuple[int, float]]] = Field(default_factory=list)
     outcome: RequestOutcome = RequestOutcome.OK
     status: int | None = None  # HTTP status
     error: str = ""

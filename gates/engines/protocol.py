@@ -26,6 +26,11 @@ from .llamacpp import run_slot_cold_recovery
 # Engines behind vLLM's own API server: its completion protocol returns the output's token ids
 # and logprobs when asked (vllm/entrypoints/openai/completion/protocol.py), for correctness.
 VLLM_API = ("vllm", "lmcache", "vllm-native")
+# Engines asked for each output token's id and top-k logprobs by token id, which G3's near-tie
+# rule reads (gates.loadgen.logprobs cites each server's format): vLLM's API server,
+# llama.cpp's server (logprobs = n_probs) and kvgate's simulator. Others are not asked, and no
+# divergence of theirs is excused as a tie.
+OUTPUT_DETAIL = (*VLLM_API, "llamacpp", "kvgate-sim")
 
 
 class ProtocolError(Exception):
@@ -123,7 +128,7 @@ def run_arm_once(name: str, arm: Arm, workload: WorkloadSettings, concurrency: i
         with nullcontext(process) if kept else ArmProcess(name, arm, log, run_id=run_id) \
                 as process:
             settings = LoadSettings(concurrency=concurrency, stall_timeout=workload.stall_timeout,
-                                    output_detail=arm.engine in VLLM_API)
+                                    output_detail=arm.engine in OUTPUT_DETAIL)
             if kept:
                 asyncio.run(evict(process.endpoints(), "reset", workload_plan(workload), settings))
             cpu_before = cpu_snapshot(process.pid)

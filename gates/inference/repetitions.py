@@ -49,6 +49,7 @@ class Repetition(BaseModel):
     unfit_reasons: list[str] = []
     outputs: dict[str, list[int]] = {}  # probe request id -> output token ids
     logprobs: dict[str, list[float]] = {}  # probe request id -> each output token's logprob
+    top_logprobs: dict[str, list[list[tuple[int, float]]]] = {}  # -> each token's top-k by id
     cpu: CpuUse | None = None  # who used the CPU during the repetition (a starved engine?)
     server: str = ""  # what the server said it is (GET /v1/models, its version endpoint)
     simulated: bool = False  # the server said it is kvgate's simulator
@@ -95,6 +96,8 @@ def repetition(arm: str, concurrency: int, index: int, cold: ColdRecovery) -> Re
         outputs={r.request_id: r.output_ids for r in cold.probe.records},
         logprobs={r.request_id: r.output_logprobs for r in cold.probe.records
                   if r.output_logprobs},
+        top_logprobs={r.request_id: r.output_top_logprobs for r in cold.probe.records
+                      if r.output_top_logprobs},
         server=cold.server.describe() if cold.server else "",
         simulated=bool(cold.server and cold.server.simulated))
 

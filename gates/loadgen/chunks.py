@@ -7,10 +7,10 @@ when its bytes arrive, before JSON parsing).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .logprobs import TopK, parse_logprobs
 from .sse import SSEProtocolError, excerpt
 
 ChunkKind = Literal["content", "role", "usage", "done", "error", "other"]
@@ -36,7 +36,8 @@ class StreamChunk:
     token_ids: list[int] | None = None  # choices[0].token_ids (vLLM's return_token_ids)
     finish_reason: str | None = None
     error: str | None = None
-    logprobs: list[float] | None = None  # choices[0].logprobs.token_logprobs (completions)
+    logprobs: list[float] | None = None  # each token's own logprob (choices[0].logprobs)
+    top_logprobs: list[TopK] | None = None  # each token's top-k by id, one per logprob
 
     @property
     def is_content(self) -> bool:
@@ -72,7 +73,7 @@ def classify(data: str) -> StreamChunk:
     content = role = False
     finish: str | None = None
     token_ids: list[int] | None = None
-    logprobs: list[float] | None = None
+    logprobs = None
     for i, choice in enumerate(choices):
         where = f"choices[{i}]"
         if not isinstance(choice, dict):
@@ -96,7 +97,7 @@ def classify(data: str) -> StreamChunk:
         finish = finish or reason or None
         if i == 0:
             token_ids = _token_ids(choice.get("token_ids"), where)
-            logprobs = _logprobs(choice.get("logprobs"), where)
+            logprobs = parse_logprobs(choice.get("logprobs"), where)
     text = "".join(texts)
     if text or content:
         kind: ChunkKind = "content"
@@ -104,7 +105,9 @@ def classify(data: str) -> StreamChunk:
         kind = "role"
     else:
         kind = "usage" if usage is not None else "other"
-    return StreamChunk(kind, text, usage, token_ids, finish, logprobs=logprobs)
+    return StreamChunk(kind, text, usage, token_ids, finish,
+                       logprobs=logprobs.chosen if logprobs else None,
+                       top_logprobs=logprobs.top if logprobs else None)
 
 
 def _kind(value: Any) -> str:
@@ -159,19 +162,6 @@ def _token_ids(ids: Any, where: str) -> list[int] | None:
     if not isinstance(ids, list) or not all(type(i) is int and i >= 0 for i in ids):
         raise SSEProtocolError(f"{where}.token_ids is not a list of token ids: {_shown(ids)}")
     return ids
-
-
-def _logprobs(value: Any, where: str) -> list[float] | None:
-    # vLLM's CompletionLogProbs (vllm/entrypoints/openai/completion/protocol.py): token_logprobs
-    # is one float per token of the chunk; chat's logprobs.content form is not read.
-    if value is None or not isinstance(value, dict) or "token_logprobs" not in value:
-        return None
-    lps = value["token_logprobs"]
-    if not isinstance(lps, list) or not all(
-            type(x) in (int, float) and math.isfinite(x) and x <= 0 for x in lps):
-        raise SSEProtocolError(f"{where}.logprobs.token_logprobs is not a list of logprobs "
-                               f"(finite, <= 0): {_shown(lps)}")
-    return [float(x) for x in lps]
 
 
 def _error_text(error: Any) -> str:

@@ -19,6 +19,7 @@ from ..core import RequestOutcome, RequestRecord, percentile
 from .collector import heap_set_aside
 from .cpu import cpu_snapshot, cpu_use
 from .http1 import CannotConnect, ConnectTimeout, HttpError, StallTimeout, authority
+from .logprobs import detail_keys
 from .pool import Attempt, Pool
 from .selfcheck import LoopLagMonitor, SelfCheck, judge_self_check
 from .sse import SSEProtocolError
@@ -55,8 +56,8 @@ class LoadSettings(BaseModel):
     stall_timeout: float = Field(default=60.0, gt=0)  # no bytes for this long = timeout
     request_timeout: float | None = None  # whole request, None = unbounded
     ignore_eos: bool = True
-    # vLLM's completion protocol (vllm/entrypoints/openai/completion/protocol.py): the output's
-    # token ids (return_token_ids) and each token's logprob (logprobs = 1), for correctness.
+    # For G3's correctness: the output's token ids and each token's logprob with its top
+    # TOP_K by token id (gates.loadgen.logprobs says what each engine sends back).
     output_detail: bool = False
 
 
@@ -92,8 +93,9 @@ def payload(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) ->
     else:
         body["prompt"] = request.prompt
     if settings.output_detail:
-        body |= {"return_token_ids": True, "logprobs": 1}
+        body |= detail_keys(endpoint.api)
     return body
+
 
 
 def request_body(endpoint: Endpoint, request: PlannedLike, settings: LoadSettings) -> bytes:
@@ -125,7 +127,9 @@ def request_record(request: PlannedLike, endpoint: Endpoint, t0: float, queue: f
         tokens_from_usage=usage is not None and usage.completion_tokens is not None,
         cached_tokens=usage.cached_tokens if usage else None,
         output_ids=stream.ids if stream else [],
-        output_logprobs=stream.logprobs if stream else [], outcome=outcome, status=status,
+        output_logprobs=stream.logprobs if stream else [],
+        output_top_logprobs=[list(t) for t in stream.top_logprobs] if stream else [],
+        outcome=outcome, status=status,
         error=error, reconnects=reconnects,
         stamp_lag=stream.stamp_lag if stream else None)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from .chunks import classify
+from .logprobs import TopK
 from .sse import SSEDecoder, SSEProtocolError
 
 STAMP = "sim_sent_ns"  # the simulator stamps each event just before writing it
@@ -32,6 +33,7 @@ class ResponseStream:
         self.content_ns: list[int] = []
         self.ids: list[int] = []
         self.logprobs: list[float] = []
+        self.top_logprobs: list[TopK] = []  # one per logprob: () where none was sent
         self.usage = None
         self.done = False
 
@@ -52,5 +54,6 @@ class ResponseStream:
             self.content_ns.append(elapsed_ns)
             self.ids.extend(chunk.token_ids or [])
             self.logprobs.extend(chunk.logprobs or [])
+            self.top_logprobs.extend(chunk.top_logprobs or [])
         if chunk.usage is not None:
             self.usage = chunk.usage

@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from .engine import Engine, Prefilled
+from .logprobs import MAX_LOGPROBS, completion_logprobs, output_top_logprobs
 from .model import chat_ids, fault_hits, text_ids, token_text
 
 RECEIVED = web.RequestKey("sim_recv_ns", int)
@@ -35,6 +36,9 @@ class _Common(BaseModel):
 
 class _CompletionRequest(_Common):
     prompt: str | list[int]
+    # vLLM's CompletionRequest (gates.sim.logprobs): the top-k per token, and its keys by id.
+    logprobs: int | None = Field(default=None, ge=0, le=MAX_LOGPROBS)
+    return_tokens_as_token_ids: bool | None = None
 
 
 class _Message(BaseModel):
@@ -100,6 +104,9 @@ async def respond(request: web.Request, engine: Engine, n: int, req: _Common, ch
             "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()), "model": engine.profile.model_id,
             "sim_recv_ns": request[RECEIVED]}
+    k = None if chat else req.logprobs  # chat's logprobs are not simulated: null, as asked
+    tops = output_top_logprobs(out, k, engine.profile.vocab_size) if k is not None else None
+    as_ids = bool(getattr(req, "return_tokens_as_token_ids", False))
     if not req.stream:
         async with contextlib.aclosing(engine.paced(len(out), stall_at, f.stall_s)) as ticks:
             async for _ in ticks:
@@ -109,7 +116,8 @@ async def respond(request: web.Request, engine: Engine, n: int, req: _Common, ch
             return web.Response()
         text = "".join(token_text(t) for t in out)
         choice = ({"index": 0, "message": {"role": "assistant", "content": text}} if chat
-                  else {"index": 0, "text": text, "logprobs": None})
+                  else {"index": 0, "text": text, "logprobs": None if tops is None else
+                  completion_logprobs(out, tops, as_ids)})
         choice |= {"token_ids": out, "finish_reason": "length"}
         body = base | {"object": "chat.completion" if chat else "text_completion",
                        "choices": [choice], "usage": _usage(prompt_tokens, len(out), pre)}
@@ -128,6 +136,7 @@ async def respond(request: web.Request, engine: Engine, n: int, req: _Common, ch
             await send(base | {"choices": [{"index": 0, "delta": {"role": "assistant",
                                                                   "content": ""},
                                             "logprobs": None, "finish_reason": None}]})
+        offset = 0  # vLLM's text_offset: the characters sent before this token
         async with contextlib.aclosing(engine.paced(len(out), stall_at, f.stall_s)) as ticks:
             async for i, due in ticks:
                 if i == drop_at:
@@ -135,8 +144,10 @@ async def respond(request: web.Request, engine: Engine, n: int, req: _Common, ch
                 text = token_text(out[i])
                 choice = {"index": 0, "delta": {"content": text}} if chat else {
                     "index": 0, "text": text}
-                choice |= {"token_ids": [out[i]], "logprobs": None,
+                choice |= {"token_ids": [out[i]], "logprobs": None if tops is None else
+                           completion_logprobs([out[i]], [tops[i]], as_ids, offset),
                            "finish_reason": "length" if i == len(out) - 1 else None}
+                offset += len(text)
                 await send(base | {"choices": [choice], "sim_due_ns": due})
                 engine.counters.generation_tokens += 1
         if drop_at is not None:
