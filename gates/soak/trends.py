@@ -1,9 +1,11 @@
 """G4's trend rules: throughput floor, TTFT drift, SNIA stability, each with its interval. Pure.
 
-The window is the unit (requests inside one queue behind each other). Every figure here gets
-an interval from the windows' own window-to-window noise (gates.soak.spans), and a figure
-that noise can explain is MARGINAL: a machine whose speed moves from one window to the next
-neither passes a drifting array nor fails a steady one.
+The window is the unit (requests inside one queue behind each other). The floor and the drift
+compare spans, and their intervals come from the spans' own noise where a soak has spans
+enough (gates.soak.noise, longrun: batch means over spans, which hold when a slow state of the
+machine outlasts a window); the SNIA rounds' from the window-to-window noise (spans). A
+figure that noise can explain is MARGINAL: a machine whose speed moves neither passes a
+drifting array nor fails a steady one.
 """
 
 from __future__ import annotations
@@ -21,15 +23,9 @@ from ..core import (
     least_squares_slope,
     round_averages,
 )
+from .noise import noise_of
 from .rules import HOUR, WindowRecord, span
-from .spans import (
-    quantile,
-    span_length,
-    span_variance,
-    spans,
-    window_noise,
-    windows_to_decide,
-)
+from .spans import quantile, span_length, spans, window_noise
 
 
 def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
@@ -66,24 +62,26 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
                                        "the floor holds later spans against the first, so it "
                                        "needs two or more", limit)
     reference = statistics.median(w.throughput for w in first)
-    noise = window_noise([w.throughput for w in windows])
-    z = quantile(confidence, len(windows))
-    z_all = quantile(1 - (1 - confidence) / len(later), len(windows))
+    rates = [[w.throughput for w in b] for b in blocks]
+    # Each later span's noise from the spans it is not compared with (longrun.span_noise).
+    noises = [noise_of(rates, leave_out=(0, j)) for j in range(1, len(blocks))]
+    every = 1 - (1 - confidence) / len(later)
 
-    def bounds(block: list[WindowRecord], zq: float) -> tuple[float, float, float]:
-        """The span's median as a % of the first span's, and that ratio's interval."""
-        ratio = statistics.median(w.throughput for w in block) / reference * 100
-        half = zq * noise * math.sqrt(span_variance(len(block)) + span_variance(len(first)))
+    def bounds(j: int, level: float) -> tuple[float, float, float]:
+        """Later span j's median as a % of the first span's, and that ratio's interval."""
+        ratio = statistics.median(rates[j + 1]) / reference * 100
+        half = noises[j].half((len(later[j]), len(first)), level)
         return ratio, ratio * math.exp(-half), ratio * math.exp(half)
-    # (block, its interval at the confidence, its upper bound held simultaneously over spans)
-    judged = [(b, bounds(b, z), bounds(b, z_all)[2]) for b in later]
+    # (span, its interval at the confidence, its upper bound held simultaneously over spans)
+    judged = [(j, bounds(j, confidence), bounds(j, every)[2]) for j in range(len(later))]
     floor = limits.throughput_floor
     failing = [j for j in judged if j[2] < floor]
     if failing:
-        decisive, (share, _, _), _ = min(failing, key=lambda j: j[2])
-        lo, hi = bounds(decisive, z_all)[1:]
+        at, (share, _, _), _ = min(failing, key=lambda j: j[2])
+        lo, hi = bounds(at, every)[1:]
     else:
-        decisive, (share, lo, hi), _ = min(judged, key=lambda j: j[1][1])
+        at, (share, lo, hi), _ = min(judged, key=lambda j: j[1][1])
+    decisive, noise = later[at], noises[at]
     below = [f"window #{w.index}: {w.throughput:.4g} tok/s" for w in windows
              if w.throughput < floor / 100 * reference]
     evidence = [f"lowest later span ({_where(decisive)}, {_count(decisive)}): median "
@@ -91,13 +89,12 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
                 f"interval [{lo:.3g}, {hi:.3g}] %",
                 f"first span ({_where(first)}, {_count(first)}): median {reference:.4g} "
                 f"tok/s; the floor {floor:g} % of it is {floor / 100 * reference:.4g} tok/s",
-                f"window-to-window noise of the throughput: {noise * 100:.3g} % over "
-                f"{len(windows)} windows; {len(below)} single windows below the floor",
+                f"{noise.said('throughput')}; {len(below)} single windows below the floor",
                 *_for_the_record(g3_throughput, reference), *below[:20]]
     measured = Measurement.measured(name, share, limit, evidence=evidence, interval=(lo, hi))
     rule = (f"{len(blocks)} spans ({span_note}), each later one against the first; PASS needs "
             f"every later span's {confidence * 100:g} % lower bound at or above the floor, FAIL "
-            f"a span whose upper bound at {(1 - (1 - confidence) / len(later)) * 100:.4g} % "
+            f"a span whose upper bound at {every * 100:.4g} % "
             "(Bonferroni over the later spans) is under it")
     rule = "; ".join(t for t in (rule, warmup_note) if t)
     if failing:
@@ -107,8 +104,9 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
         return _decided(measured, Outcome.PASS, rule)
     return _decided(measured, Outcome.MARGINAL, (
         f"the lowest later span's {confidence * 100:g} % interval [{lo:.3g}, {hi:.3g}] % of the "
-        f"first span's crosses the floor ({floor:g} %) at a window-to-window noise of "
-        f"{noise * 100:.3g} %: longer spans (more windows each) decide; {rule}"))
+        f"first span's crosses the floor ({floor:g} %) at a noise of "
+        f"{noise.per_window * 100:.3g} % per window: longer spans (more windows each) decide; "
+        f"{rule}"))
 
 
 def _where(block: list[WindowRecord]) -> str:
@@ -156,10 +154,11 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
                confidence: float = 0.95, warmup_note: str = "") -> Measurement:
     """TTFT p50 drift, last span vs first, within ±ttft_drift_max (median of window p50s).
 
-    The drift's interval comes from the windows' own window-to-window noise: a drift the
-    spans' few windows cannot tell from that noise is MARGINAL, never a PASS, and a FAIL needs
-    the whole interval beyond the limit, so a noisy machine neither passes a drifting array
-    nor fails a steady one. A MARGINAL says how many windows per span would decide it.
+    The drift's interval comes from the spans' own noise (gates.soak.noise): a
+    drift the spans' few windows cannot tell from that noise is MARGINAL, never a PASS, and a
+    FAIL needs the whole interval beyond the limit, so a noisy machine neither passes a
+    drifting array nor fails a steady one. A MARGINAL says how many windows per span would
+    decide it.
     """
     name = G4["g4.ttft_drift"].title
     limit = Limit(lo=-limits.ttft_drift_max, hi=limits.ttft_drift_max, unit="%",
@@ -174,33 +173,34 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
     early, late = statistics.median(a), statistics.median(b)
     # Both directions count: a soak's point is that the operating point does not move.
     drift = (late - early) / early * 100
-    series = [w.ttft_p50 for w in windows if w.ttft_p50 is not None]
-    if len(series) < 2:
-        return Measurement.error(name, f"{len(series)} window with a TTFT after the warm-up: "
-                                       "a drift needs two or more", limit)
-    noise = window_noise(series) * 100
-    half = quantile(confidence, len(series)) * noise / 100 * math.sqrt(
-        span_variance(len(a)) + span_variance(len(b)))
+    blocks = [[w for w in s if w.ttft_p50 is not None] for s in spans(windows)[0]]
+    blocks = [s for s in blocks if s]
+    if sum(map(len, blocks)) < 2:
+        return Measurement.error(name, f"{sum(map(len, blocks))} window with a TTFT after the "
+                                       "warm-up: a drift needs two or more", limit)
+    compared = {w.index for w in first + last}
+    noise = noise_of([[w.ttft_p50 or 0.0 for w in s] for s in blocks], leave_out=[
+        i for i, s in enumerate(blocks) if compared & {w.index for w in s}])
+    half = noise.half((len(a), len(b)), confidence)
     ratio = math.log(late / early)
     interval = ((math.exp(ratio - half) - 1) * 100, (math.exp(ratio + half) - 1) * 100)
     evidence = [f"median window TTFT p50: {early * 1e3:.4g} ms ({len(a)} windows) -> "
                 f"{late * 1e3:.4g} ms ({len(b)} windows)",
-                f"window-to-window noise of the TTFT p50: {noise:.3g} % over {len(series)} "
-                f"windows; {confidence * 100:g} % interval of the drift [{interval[0]:.3g}, "
-                f"{interval[1]:.3g}] %"]
+                f"{noise.said('TTFT p50')}; {confidence * 100:g} % interval of the drift "
+                f"[{interval[0]:.3g}, {interval[1]:.3g}] %"]
     measured = Measurement.measured(name, drift, limit, note=note, evidence=evidence,
                                     interval=interval)
     if measured.outcome is Outcome.MARGINAL:
         # How far the log ratio sits from the nearer limit, in the interval's own unit.
         room = min(abs(ratio - math.log(1 + k * limits.ttft_drift_max / 100)) for k in (1, -1))
-        need = windows_to_decide(noise / 100, room, confidence)
+        need = noise.need(room, confidence)
         decides = (f"about {need} window{'s' if need > 1 else ''} per span would decide a "
                    f"drift this size at this noise{_soak_for(need, windows)}" if need else
                    "no soak of practical length decides a drift this close to the limit")
         measured = _decided(measured, Outcome.MARGINAL, (
             f"the {len(a)} and {len(b)} windows of the spans cannot tell a drift of "
-            f"{drift:+.3g} % from the windows' own noise ({noise:.3g} % from one window to the "
-            f"next): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
+            f"{drift:+.3g} % from the windows' own noise ({noise.per_window * 100:.3g} % per "
+            f"window): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
             f"{interval[1]:.3g}] % crosses ±{limits.ttft_drift_max:g} %; {decides}; {note}"))
     return measured
 
