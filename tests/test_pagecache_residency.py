@@ -260,3 +260,21 @@ def test_kvgate_proof_refuses_half_a_residency_measurement(capsys, monkeypatch):
     assert main(SIM_PROOF + ["--page-cache-resident", "0"]) == 2
     out = capsys.readouterr()
     assert "--page-cache-bytes" in out.out + out.err
+
+
+def test_a_file_that_cannot_be_mapped_is_named_and_the_drop_is_not_believed(tmp_path, monkeypatch):
+    """A FUSE filesystem mounted direct_io refuses mmap (ENODEV): mincore cannot look, so the
+    drop is unverified and says which file and why (the seam raises as the real one would)."""
+    import errno
+
+    from gates.inference import pagecache
+
+    def refused(fd):
+        raise OSError(errno.ENODEV, "mmap: No such device")
+
+    _cached_file(tmp_path / "ctx-0000.bin", 8192)
+    monkeypatch.setattr(pagecache, "resident_bytes", refused)
+    drop = drop_page_cache(tmp_path)
+    assert drop.unmeasured == ["ctx-0000.bin: mmap: No such device (errno 19)"]
+    assert not drop.verified and drop.resident_after == 0 and drop.bytes == 8192
+    assert "1 files could not be measured: ctx-0000.bin: mmap: No such device" in drop.failure()

@@ -55,7 +55,8 @@ class CacheDrop(BaseModel):
             before = "" if self.resident_before is None else \
                 f"{self.resident_before:,} before the drop, "
             files = f" in {self.files:,} KV files" if self.files else ""
-            parts.append(f"resident (mincore): {before}{self.resident_after:,} after, of "
+            some = ", in the files it could measure" if self.unmeasured else ""
+            parts.append(f"resident (mincore{some}): {before}{self.resident_after:,} after, of "
                          f"{self.bytes:,} bytes{files}")
         else:
             parts.append("the residency of the KV files was not measured")
