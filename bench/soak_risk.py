@@ -25,6 +25,7 @@ rule's one-sided risk at [decision] confidence 0.95), P(FAIL | steady) <= 2.5 %.
     python bench/soak_risk.py --add --record /tmp/demo2*/reports/kvgate.sqlite  # more runs
     python bench/soak_risk.py                                               # 2000 soaks each
     python bench/soak_risk.py --sims 500 --plain
+    python bench/soak_risk.py --ar --sims 300    # long soaks of AR(1) windows (bench/_soak_ar.py)
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from pathlib import Path
 
 from _common import HERE, machine, print_table
 
-from gates.core import G4Limits, Outcome
+from gates.core.configuration import G4Limits
+from gates.core.verdicts import Outcome
 from gates.soak.rules import WindowRecord
 from gates.soak.trends import throughput_floor, ttft_drift
 
@@ -137,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sims", type=int, default=2000, help="synthetic soaks per row (2000)")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--plain", action="store_true", help="plain text instead of a rich table")
+    ap.add_argument("--ar", action="store_true",
+                    help="72 h and 1 h soaks of AR(1) windows fitted to the recording, at lag-1 "
+                         "correlations 0-0.8, the old rule (independent windows) vs the new")
     args = ap.parse_args(argv)
     if args.record:
         data = record(args.record, args.warmup)
@@ -150,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no recording at {DATA}: run with --record STORE... first", file=sys.stderr)
         return 2
     data = json.loads(DATA.read_text())
+    if args.ar:
+        from _soak_ar import ar_rows
+        said, rows = ar_rows(data, args.sims, args.seed, windows)
+        print(f"{machine()}; AR(1) fitted to {len(data['runs'])} recorded runs ({said}); "
+              f"{args.sims} synthetic soaks of 5-minute windows per cell, the same for both rules")
+        print_table("G4 trend rules on AR(1) windows", ["soak", "truth", "lag-1 correlation",
+                    "old %", "new %"], rows, args.plain)
+        return 0
     limits, rng = G4Limits(), random.Random(args.seed)
     print(f"{machine()}; {len(data['runs'])} recorded runs ({data['recorded']}); "
           f"{args.sims} synthetic soaks per row")
