@@ -180,6 +180,33 @@ def test_a_fault_on_other_files_leaves_this_one_alone(faultfs):  # noqa: F811
     assert reads(path, 2) == [BLOCK, BLOCK]
 
 
+def test_a_rule_for_one_process_spares_the_others():
+    table = FaultTable()
+    table.set([Fault("error", op="read", errno=errno.EIO, process="*-m gates.sim *")])
+    assert table.by_process()
+    engine = "/usr/bin/python3 -m gates.sim --profile tiny --kv-dir /kv"
+    assert table.decide("read", "/kv/a", 0, BLOCK, engine).errno == errno.EIO
+    assert table.decide("read", "/kv/a", 0, BLOCK, "python -m gates.cli run g3").errno == 0
+    table.set([Fault("error", op="read")])
+    assert not table.by_process()
+
+
+def test_a_read_fails_for_the_process_named_and_succeeds_for_the_others(faultfs):  # noqa: F811
+    """The engine's reads of a file fail while kvgate's own read of it succeeds: the rule looks
+    at the calling process's command line (FUSE names the caller, /proc/PID/cmdline says it)."""
+    import subprocess
+    import sys
+
+    path = write_file(faultfs, "kv.dat", payload(BLOCK))
+    faultfs.set(Fault("error", op="read", errno=errno.EIO, process="* faultfs-victim"))
+    child = subprocess.run([sys.executable, "-c", "import sys; open(sys.argv[1], 'rb').read()",
+                            str(path), "faultfs-victim"], capture_output=True, text=True,
+                           timeout=60)
+    assert child.returncode == 1 and "Errno 5" in child.stderr, child.stderr
+    assert reads(path, 2) == [BLOCK, BLOCK]  # this process: not named, not refused
+    assert faultfs.stats()["faults"][0]["fired"] >= 1
+
+
 def test_the_mount_is_gone_after_a_failing_test_with_a_file_still_open(tmp_path):
     if why := missing():
         pytest.skip(f"needs a FUSE fault filesystem: {why}")

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import mmap
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -181,12 +182,27 @@ class KvTier:
         # The fault corrupts what the storage returns; nothing here checks or hides it.
         return corrupt(data, h) if is_corrupted(h, self.corrupt_fraction) else data
 
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        """Count a failed chunk read or write and say so on stderr (the arm's log), errno and
+        file: the engine goes on serving, /health 200, as LMCache's fs L2 adapter does when
+        every store fails (LMCache/LMCache#4386, #4364: "FSL2Adapter failed to store <path>",
+        fs_l2_adapter.py, LMCache 0.5.x), and only its log and counters tell. Said at the 1st,
+        2nd, 4th, 8th ... failure, so a long soak's log stays readable."""
+        with self._stats_lock:
+            self.stats[f"{kind}_errors"] += 1
+            count = self.stats[f"{kind}_errors"]
+        setattr(self, f"last_{kind}_error", str(exc))
+        if count & (count - 1) == 0:
+            what = ("recomputing the rest of the prompt" if kind == "read"
+                    else "the chunk is not stored")
+            print(f"kvgate-sim: KV chunk {kind} failed ({count} so far): {exc}; {what}",
+                  file=sys.stderr, flush=True)
+
     def _read_or_note(self, h: bytes) -> bytes:
         try:
             return self.read_chunk(h)
         except OSError as exc:
-            self._count(read_errors=1)
-            self.last_read_error = str(exc)
+            self._failed("read", exc)
             if isinstance(exc, FileNotFoundError):  # removed behind our back: not stored
                 self._index.discard(h)
             raise
@@ -205,9 +221,15 @@ class KvTier:
         path = self.path_for(h)
         path.parent.mkdir(parents=True, exist_ok=True)  # the KV dir may have been emptied
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}-{threading.get_ident()}")
-        with open(tmp, "wb") as f:
-            f.write(payload)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(payload)
+            os.replace(tmp, path)
+        except OSError:
+            # A failed write leaves no part-written file behind to be taken for a stored chunk.
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         self._index.add(h)
         self._count(write_bytes=len(payload), write_chunks=1)
 
@@ -222,9 +244,8 @@ class KvTier:
     def _written(self, h: bytes, future: Future) -> None:
         # Runs on a writer thread; dict.pop is atomic under the GIL.
         self._pending.pop(h, None)
-        if future.exception() is not None:
-            self._count(write_errors=1)
-            self.last_write_error = str(future.exception())
+        if (exc := future.exception()) is not None:
+            self._failed("write", exc)
 
     @property
     def pending_writes(self) -> int:

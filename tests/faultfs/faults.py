@@ -1,9 +1,11 @@
 """Which fault an I/O meets: the rules the test sets, decided per operation. Pure (no I/O).
 
 A rule matches an operation by kind (read / write), by the file's path under the mount (an
-fnmatch pattern), and by byte range; it lets ``after`` matching operations through first, fires
-on a ``share`` of the rest (a seeded draw, so a run can be repeated), and stops after ``times``
-firings, if given: a fault that clears again.
+fnmatch pattern), by the calling process's command line (another pattern: an engine's I/O
+fails while kvgate's own reads of the same files succeed, a fault in one I/O path as
+LMCache/LMCache#4364 met in O_DIRECT writes on XFS) and by byte range; it lets ``after``
+matching operations through first, fires on a ``share`` of the rest (a seeded draw, so a run
+can be repeated), and stops after ``times`` firings, if given: a fault that clears again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Fault:
     op: str = "any"
     errno: int = errnos.EIO
     path: str = "*"
+    process: str = "*"  # the caller's /proc/PID/cmdline, its arguments joined by spaces
     start: int = 0
     end: int | None = None  # None: to the end of the file
     after: int = 0
@@ -52,12 +55,14 @@ class Fault:
         if problems:
             raise ValueError("; ".join(problems))
 
-    def covers(self, op: str, path: str, offset: int, size: int) -> bool:
-        """Whether an operation of ``size`` bytes at ``offset`` of ``path`` is in scope."""
+    def covers(self, op: str, path: str, offset: int, size: int, process: str = "") -> bool:
+        """Whether an operation of ``size`` bytes at ``offset`` of ``path``, asked by a process
+        whose command line is ``process``, is in scope."""
         implied = {"flip": "read", "short": "write"}.get(self.kind, self.op)
         wanted = self.op if self.op != "any" else implied
         end = self.end if self.end is not None else float("inf")
         return (wanted in ("any", op) and fnmatch.fnmatchcase(path, self.path)
+                and (self.process == "*" or fnmatch.fnmatchcase(process, self.process))
                 and offset < end and offset + size > self.start)
 
 
@@ -99,13 +104,19 @@ class FaultTable:
                 {"fault": asdict(a.fault), "seen": a.seen, "fired": a.fired}
                 for a in self._armed]}
 
-    def decide(self, op: str, path: str, offset: int, size: int) -> Decision:
+    def by_process(self) -> bool:
+        """Whether a rule asks who the caller is (its command line is looked up only then)."""
+        with self._lock:
+            return any(a.fault.process != "*" for a in self._armed)
+
+    def decide(self, op: str, path: str, offset: int, size: int,
+               process: str = "") -> Decision:
         """The decision for one read or write; every rule in scope is applied, in order."""
         decision = Decision()
         with self._lock:
             self.ops[op] += 1
             for armed in self._armed:
-                if armed.fault.covers(op, path, offset, size) and self._fires(armed):
+                if armed.fault.covers(op, path, offset, size, process) and self._fires(armed):
                     _apply(armed.fault, armed.rng, decision, offset, size)
         return decision
 

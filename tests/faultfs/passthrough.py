@@ -30,8 +30,20 @@ class FaultPassthrough(mfusepy.Operations):
 
     # ---- data: where the faults are -------------------------------------------------------
 
+    def _caller(self) -> str:
+        """The calling process's command line, when a rule asks for it ("" if it is gone)."""
+        if not self.table.by_process():
+            return ""
+        # FUSE passes the calling thread's id; /proc/TID/cmdline is its process's.
+        _, _, pid = mfusepy.fuse_get_context()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            return ""
+
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-        decision = self.table.decide("read", path, offset, size)
+        decision = self.table.decide("read", path, offset, size, self._caller())
         if decision.delay:
             time.sleep(decision.delay)
         if decision.errno:
@@ -40,7 +52,7 @@ class FaultPassthrough(mfusepy.Operations):
         return flipped(data, offset, decision.flip) if decision.flip else data
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
-        decision = self.table.decide("write", path, offset, len(data))
+        decision = self.table.decide("write", path, offset, len(data), self._caller())
         if decision.delay:
             time.sleep(decision.delay)
         if decision.errno:
