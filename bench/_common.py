@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gates.core import percentile
+from gates.core.statistics import percentile
 from gates.loadgen import PlannedRequest
 from gates.loadgen.workloads import block_tokens
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from _aiperf import Record
 
-from gates.core import percentile
+from gates.core.statistics import percentile
 
 THROUGHPUT_TOLERANCE = 0.99  # "not lower": at low concurrency both wait on the server alike
 # Two errors closer than this are level, neither ahead: loopback delivery itself jitters by

@@ -41,9 +41,10 @@ from pathlib import Path
 
 from _common import HERE, machine, print_table
 
-from gates.core import Limit, log_ratios, sequential
-from gates.core.config import load_thresholds
-from gates.core.paired import looks_problem, sign_interval, to_log
+from gates.core.configuration.config import load_thresholds
+from gates.core.statistics import log_ratios, sequential
+from gates.core.statistics.paired import looks_problem, sign_interval, to_log
+from gates.core.verdicts import Limit
 from gates.inference import look_plan
 
 ROOT = HERE.parent

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gates.core import CvPlan, G2Limits  # noqa: E402
-from gates.core.stats import cv_percent  # noqa: E402
+from gates.core.configuration import CvPlan, G2Limits  # noqa: E402
+from gates.core.statistics.stats import cv_percent  # noqa: E402
 
 
 def series(rng: random.Random, cv: float, n: int, lognormal: bool) -> list[float]:

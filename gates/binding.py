@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-from .core import Arm, GateRecord, Site
+from .core.configuration import Arm, Site
+from .core.verdicts import GateRecord
 
 BINDING_FACT = "site binding"  # the record fact holding the bound keys, as JSON
 _ARM_KEYS = ("kind", "engine", "command", "urls", "metrics_urls", "kv_dir", "kv_root", "model")

@@ -35,17 +35,8 @@ from .commands import (
     verify_command,
     waive_command,
 )
-from .core import (
-    EXIT_CODES,
-    GATE_TITLES,
-    GATES,
-    INCOMPLETE,
-    ConfigError,
-    GateRecord,
-    Outcome,
-    shipped,
-    workload_warnings,
-)
+from .core.configuration import ConfigError, shipped, workload_warnings
+from .core.verdicts import EXIT_CODES, GATE_TITLES, GATES, INCOMPLETE, GateRecord, Outcome
 from .options import RunConfig, RunOptions, add_run_options, input_file
 from .plugin import PresetRun
 from .soak import add_soak_commands, soak_command

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .core import GATE_TITLES, GATES, INCOMPLETE, ConfigError, Measurement, Outcome, shipped
+from .core.configuration import ConfigError, shipped
+from .core.verdicts import GATE_TITLES, GATES, INCOMPLETE, Measurement, Outcome
 from .model import SHIPPED_CATALOG
 from .options import RunConfig, RunOptions, add_run_options
 from .report import format_value, write_summary

@@ -11,22 +11,18 @@ from pathlib import Path
 from . import __version__
 from .binding import BINDING_FACT, binding_deviations, site_binding
 from .checklist import ChecklistStore, unknown_checklist
-from .core import (
-    CHECKOUT,
+from .core.configuration import CHECKOUT, Arm, LoadedFile, Site, Thresholds
+from .core.verdicts import (
     DECLARED,
     GATE_TITLES,
     SIMULATED_ENGINE,
-    Arm,
     ChecklistAnswer,
     DutItem,
     GateRecord,
-    LoadedFile,
     Measurement,
     Outcome,
     Scope,
-    Site,
     Table,
-    Thresholds,
     UpstreamRef,
     upstream_gate,
 )

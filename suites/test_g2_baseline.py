@@ -8,7 +8,7 @@ thresholds.toml [g2], R repetitions each, on a freshly started arm with an empti
 import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
-from gates.core import G2
+from gates.core.verdicts import G2
 from gates.inference import g2_measurements, starved
 
 pytestmark = [pytest.mark.gate, pytest.mark.g2]

@@ -10,7 +10,7 @@ checked against G2's evidence manifest, are what the control baseline must not h
 import pytest
 
 from gates.charts import throughput_by_concurrency, ttft_cdf
-from gates.core import G3
+from gates.core.verdicts import G3
 from gates.engines import unexplained_gains
 from gates.inference import (
     baseline_shift,

@@ -4,7 +4,7 @@ without errors, drift or data loss? One committed window at a time; resumable af
 
 import pytest
 
-from gates.core import G4
+from gates.core.verdicts import G4
 
 pytestmark = [pytest.mark.gate, pytest.mark.g4]
 

@@ -2,7 +2,7 @@
 
 import json
 
-from gates.core import DECLARED, SIMULATED_ENGINE, GateRecord, Limit, UpstreamRef
+from gates.core.verdicts import DECLARED, SIMULATED_ENGINE, GateRecord, Limit, UpstreamRef
 from gates.report.sealing import seal, seal_placeholder
 from gates.store import Store
 

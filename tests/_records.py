@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gates.core import GateRecord, Limit, Measurement, UpstreamRef, WorkloadSettings, load_site
-from gates.core.config import load_thresholds
+from gates.core.configuration import WorkloadSettings, load_site
+from gates.core.configuration.config import load_thresholds
+from gates.core.verdicts import GateRecord, Limit, Measurement, UpstreamRef
 from gates.inference import Repetition, g2_measurements
 from gates.loadgen import workload_hash, workload_plan
 from gates.sim.cli import paced_profile

@@ -14,8 +14,8 @@ import psutil
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from gates.core import Arm, ArmError, ConfigError, render, validate, validate_arms
-from gates.core.arms import Arms
+from gates.core.configuration import Arm, ArmError, ConfigError, render, validate, validate_arms
+from gates.core.configuration.arms import Arms
 from gates.inference import ArmProcess, prepare_kv_dir
 from gates.inference.kv_dir import MARKER
 from gates.inference.process import free_port, http_status, port_taken
@@ -406,7 +406,7 @@ def test_kv_root_of_the_arm_is_an_allowed_root(tmp_path):
 
 def test_a_dotdot_or_a_link_in_kv_dir_is_resolved_before_the_shared_directory_check(tmp_path):
     """#25 item 10: ".kvgate-target/x/../kv-baseline" (no x) is the baseline's directory."""
-    from gates.core import load_site
+    from gates.core.configuration import load_site
 
     (tmp_path / ".kvgate-target" / "kv-baseline").mkdir(parents=True)
     (tmp_path / "link").symlink_to(tmp_path / ".kvgate-target" / "kv-baseline")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import ADAPTER_NAMES
+from gates.core.configuration import ADAPTER_NAMES
 from gates.proof import (
     AttributionError,
     MetricSet,

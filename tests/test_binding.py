@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from gates.binding import BINDING_FACT, binding_deviations, site_binding
-from gates.core import GateRecord, Site
+from gates.core.configuration import Site
+from gates.core.verdicts import GateRecord
 
 SITE = {"site": {"name": "s"}, "target": {"directory": "/mnt/array/kvgate"},
         "fio": {"file_size": "1MiB"},

@@ -29,7 +29,7 @@ mpimg = pytest.importorskip("matplotlib.image")
 from _chain import SIMULATED, SITE, add_gate, open_run  # noqa: E402
 from test_report import VERDICTS, build_reports  # noqa: E402  (after the skip: same builder)
 
-from gates.core import G4, SHORTENED, Limit  # noqa: E402
+from gates.core.verdicts import G4, SHORTENED, Limit  # noqa: E402
 from gates.report import write_summary  # noqa: E402
 from gates.store import Store  # noqa: E402
 

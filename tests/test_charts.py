@@ -46,7 +46,7 @@ def bars():
 
 def test_bandwidth_chart_marks_floor_ceiling_and_what_was_not_measured():
     from gates.charts import bandwidth_vs_ceiling
-    from gates.core import Ceilings
+    from gates.core.configuration import Ceilings
 
     svg = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9, write_bw=10e9, label="100GbE"))
     assert svg.startswith("<svg") and "<script" not in svg
@@ -83,7 +83,7 @@ def test_sweep_chart_draws_iops_and_p99_by_depth():
 
 def test_charts_are_byte_for_byte_reproducible():
     from gates.charts import bandwidth_vs_ceiling
-    from gates.core import Ceilings
+    from gates.core.configuration import Ceilings
 
     first = bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))
     assert first == bandwidth_vs_ceiling(bars(), Ceilings(read_bw=12.5e9))

@@ -15,7 +15,8 @@ from gates.checklist.items import (
     parse_gates,
     tally,
 )
-from gates.core import GATES, ChecklistAnswer, ConfigError
+from gates.core.configuration import ConfigError
+from gates.core.verdicts import GATES, ChecklistAnswer
 
 ANSWERS = Path(__file__).parent / "data" / "checklist"
 ITEM = '[meta]\nrevision = "1"\n\n[[g1]]\nid = "serials-match-po"\nquestion = "Serials?"\n'

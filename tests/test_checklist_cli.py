@@ -14,7 +14,7 @@ from rich.console import Console
 from gates.checklist import ChecklistStore, add_checklist_commands, checklist_command
 from gates.checklist.run import PromptAsker
 from gates.checklist.store import GateAttempt
-from gates.core import Outcome
+from gates.core.verdicts import Outcome
 from gates.store import Store
 
 ANSWERS = Path(__file__).parent / "data" / "checklist"

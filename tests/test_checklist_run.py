@@ -16,7 +16,7 @@ from gates.checklist.run import (
     gate_argv,
 )
 from gates.checklist.store import ChecklistRun, GateAttempt
-from gates.core import Measurement, Outcome
+from gates.core.verdicts import Measurement, Outcome
 from gates.store import Store
 
 ITEM = ChecklistItem(id="serials-match-po", question="Serials [as ordered]?", hint="PO [4711]")
@@ -135,7 +135,7 @@ def test_gate_argv_is_kvgate_run_with_the_checklist_id():
 
 
 def test_attempt_is_read_from_the_gate_record(tmp_path):
-    from gates.core import GateRecord
+    from gates.core.verdicts import GateRecord
     out = tmp_path / "reports"
     request = GateRequest("g1", "20261129T170000Z-bbbbbb", "CID", "s", "t", out)
     missing = attempt_from_store(request, -2)

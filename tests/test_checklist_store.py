@@ -6,7 +6,7 @@ import pytest
 
 from gates.checklist import ChecklistStore
 from gates.checklist.store import ChecklistRun, GateAttempt
-from gates.core import ChecklistAnswer, Outcome
+from gates.core.verdicts import ChecklistAnswer, Outcome
 from gates.store import Store
 
 CID = "20261129T170000Z-aaaaaa"

@@ -12,7 +12,7 @@ from _edits import edited
 from _timing import accept_unfair
 
 from gates.cli import main, suites_for, summary_exit_code
-from gates.core import GateRecord, Measurement, Outcome
+from gates.core.verdicts import GateRecord, Measurement, Outcome
 
 
 def test_help_shows_examples_and_exit_codes(capsys):

@@ -250,7 +250,7 @@ DURATIONS = st.one_of(st.text(max_size=8), st.builds(
 @PROPERTY
 @given(flag=st.sampled_from(["--soak-duration", "--soak-window"]), text=DURATIONS)
 def test_any_text_to_a_soak_time_parses_to_a_real_time_or_is_refused(capsys, flag, text):
-    from gates.core import parse_duration
+    from gates.core.quantities import parse_duration
 
     code, out = parse(capsys, "run", "g4", f"{flag}={text}")
     if code == 0 and text:

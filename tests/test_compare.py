@@ -14,7 +14,7 @@ import pytest
 from _chain import PASSING, SIMULATED, add_gate, m, open_run
 
 from gates.commands.compare import text_lines
-from gates.core import Limit
+from gates.core.verdicts import Limit
 from gates.model import SHIPPED_CATALOG, load_catalog
 from gates.report import CompareError, compare
 from gates.store import Store

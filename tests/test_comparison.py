@@ -3,7 +3,8 @@
 
 import pytest
 
-from gates.core import Decision, G2Limits, G3Limits, Outcome
+from gates.core.configuration import Decision, G2Limits, G3Limits
+from gates.core.verdicts import Outcome
 from gates.inference import (
     Repetition,
     baseline_shift,
@@ -150,7 +151,7 @@ def test_a_moved_baseline_is_a_deviation_naming_both_figures():
 
 
 def test_the_g3_report_states_the_design_in_its_decision_rule():
-    from gates.core import GateRecord
+    from gates.core.verdicts import GateRecord
     from gates.report.report import decision_rule
 
     record = GateRecord(gate="g3", run_id="r", site="s", started="t",

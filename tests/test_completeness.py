@@ -10,7 +10,9 @@ import subprocess
 import sys
 
 from gates.cli import summary_exit_code
-from gates.core import (
+from gates.core.configuration import load_site
+from gates.core.configuration.config import load_thresholds
+from gates.core.verdicts import (
     DECLARED,
     G2,
     G4,
@@ -20,9 +22,7 @@ from gates.core import (
     Measurement,
     Outcome,
     Scope,
-    load_site,
 )
-from gates.core.config import load_thresholds
 
 
 def scope(tmp_path, repo, topology=""):
@@ -59,7 +59,7 @@ def test_a_carrier_is_never_required_and_an_arm_error_leaves_the_rest_named(tmp_
 def test_a_gate_its_carrier_says_was_blocked_is_blocked_not_incomplete(tmp_path, repo):
     """G3 blocked by a workload that differs from G2's: nothing was attempted, nothing is
     missing; a check the user deselected is still named."""
-    from gates.core import G3
+    from gates.core.verdicts import G3
     here = scope(tmp_path, repo)
     blocked = [G3["g3.comparison"].blocked("workload differs from G2's: rerun G2 first")]
     assert G3.complete(blocked, here) == blocked

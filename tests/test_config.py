@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from _edits import edited
 
-from gates.core import ConfigError, load_site
-from gates.core.config import load_thresholds
+from gates.core.configuration import ConfigError, load_site
+from gates.core.configuration.config import load_thresholds
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,13 +20,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core import ConfigError, Site, parse_duration, validate
-from gates.core.config import load_thresholds
-from gates.core.cross_checks import soak_windows
-from gates.core.site_checks import both_files_problems
-from gates.core.steady import ROUNDS
-from gates.core.thresholds import RELATIVE, Relative
-from gates.core.units import SIZE_UNITS
+from gates.core.configuration import ConfigError, Site, validate
+from gates.core.configuration.config import load_thresholds
+from gates.core.configuration.cross_checks import soak_windows
+from gates.core.configuration.site_checks import both_files_problems
+from gates.core.configuration.thresholds import RELATIVE, Relative
+from gates.core.quantities import parse_duration
+from gates.core.quantities.units import SIZE_UNITS
+from gates.core.statistics.steady import ROUNDS
 from gates.model import CATALOGUE
 from gates.soak import soak_plan
 
@@ -113,7 +114,7 @@ def test_a_sector_size_that_does_not_divide_the_4k_jobs_is_refused(tmp_path, cap
 
 def test_code_may_pass_sizes_as_plain_bytes():
     # The rule's other half, as for times: code that builds the models passes plain numbers.
-    from gates.core import FioSettings
+    from gates.core.configuration import FioSettings
 
     fio = FioSettings(file_size=64 * 1024**2, kv_block=4096, seq_block=1024**2)
     assert (fio.file_size, fio.kv_block) == (64 * 1024**2, 4096)

@@ -20,18 +20,10 @@ from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import (
-    ConfigError,
-    G1Limits,
-    G3Limits,
-    G4Limits,
-    Site,
-    UnitError,
-    parse_duration,
-    validate,
-)
-from gates.core.settings import FIO_MAX_IODEPTH, FIO_MAX_JOBS
-from gates.core.units import MAX_DURATION, parse_percent
+from gates.core.configuration import ConfigError, G1Limits, G3Limits, G4Limits, Site, validate
+from gates.core.configuration.settings import FIO_MAX_IODEPTH, FIO_MAX_JOBS
+from gates.core.quantities import UnitError, parse_duration
+from gates.core.quantities.units import MAX_DURATION, parse_percent
 
 
 def config_check(tmp_path: Path, repo: Path, capsys, site: tuple[str, str] | None = None,

@@ -6,7 +6,7 @@ import json
 
 from conftest import REPO
 
-from gates.core import Outcome
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, correctness
 
 RECORDED = json.loads((REPO / "tests/data/vllm/correctness-probes.json").read_text())

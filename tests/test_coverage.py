@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import Coverage, Limit, Measurement, Outcome
+from gates.core.verdicts import Coverage, Limit, Measurement, Outcome
 
 
 def passing(note="a note"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import FioSettings
+from gates.core.configuration import FioSettings
 from gates.storage import DeviceReader, SubprocessRunner
 from gates.storage.devref import REFERENCE_BYTES, REFERENCE_FILE, reference_steps
 from gates.storage.runner import Completed, ScriptedRunner

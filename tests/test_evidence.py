@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import Outcome
+from gates.core.verdicts import Outcome
 from gates.proof import (
     ProbeEvidence,
     ProofContext,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import load_site, validate_arms
+from gates.core.configuration import load_site, validate_arms
 from gates.inference import ArmProcess
 from gates.proof.adapters import ADAPTERS
 

@@ -12,7 +12,8 @@ import pytest
 from _chain import SITE, add_gate, full_chain
 
 from gates.cli import main
-from gates.core import BLOCKING, Decision, G3Limits, deviation_kind
+from gates.core.configuration import Decision, G3Limits
+from gates.core.verdicts import BLOCKING, deviation_kind
 from gates.engines import gain_bound, unexplained_gains
 from gates.engines.fairness import ArmStorage
 from gates.inference import Repetition, g3_measurements

@@ -21,7 +21,8 @@ import pytest
 from faultfs import Fault
 from faultfs.fixture import faultfs  # noqa: F401  (the fixture)
 
-from gates.core import Outcome, load_thresholds
+from gates.core.configuration import load_thresholds
+from gates.core.verdicts import Outcome
 from gates.storage import StepOutcome, SubprocessRunner, g1_steps, run_step
 from gates.storage import g1 as _g1
 
@@ -107,7 +108,7 @@ def demo_limits():
 def test_a_stall_on_a_share_of_reads_fails_the_qd1_p99(faultfs, tmp_path, fault):  # noqa: F811
     """2 % of 4 KiB reads stalled 30-40 ms or more: the QD1 p99 is at least the stall, above the
     demo profile's 20 ms, so it FAILs (enough I/Os remain for a p99: about 4 000 in 4 s)."""
-    from gates.core import FioSettings
+    from gates.core.configuration import FioSettings
 
     fio = FioSettings(file_size="16MiB", runtime="7s", latency_runtime="4s",
                       steady_state={"criterion": "bw:50%", "window": "5s", "ramp": "1s"})

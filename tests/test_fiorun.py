@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gates.core import FioSettings
+from gates.core.configuration import FioSettings
 from gates.storage import (
     SubprocessRunner,
     ToolMissing,

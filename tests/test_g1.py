@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import Ceilings, G1Limits, Outcome, bandwidth_unit
+from gates.core.configuration import Ceilings, G1Limits
+from gates.core.quantities import bandwidth_unit
+from gates.core.verdicts import Outcome
 from gates.storage import StepOutcome, parse_fio_json, watched_device
 from gates.storage import g1 as _g1
 from gates.storage.fio import FioReport, percentile_from_bins

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_g1 import KV_BW, QD32_IOPS, SEQREAD_BW, SEQWRITE_BW, limits, step
 
-from gates.core import Ceilings
+from gates.core.configuration import Ceilings
 from gates.storage import StepOutcome, g1_charts
 from gates.storage.g1 import qd1_latency
 from gates.storage.g1charts import bandwidth_bars, latency_curves, sweep_points

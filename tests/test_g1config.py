@@ -8,7 +8,8 @@ import pytest
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root
 from _tooldata import tool_text
 
-from gates.core import G1Limits, Outcome, Site
+from gates.core.configuration import G1Limits, Site
+from gates.core.verdicts import Outcome
 from gates.storage import (
     Collector,
     Found,
@@ -244,7 +245,7 @@ def test_uncollected_facts_are_errors_and_skipped_ones_not_applicable():
 
 
 def test_embedded_default_site_file(repo):
-    from gates.core import load_site
+    from gates.core.configuration import load_site
     embedded, _ = load_site(repo / "site.toml")
     inv = Inventory(target="/x", mount=Found(value=Mount(target="/", source="/dev/vda",
                                                          fstype="ext4", options=["rw"])))
@@ -298,7 +299,7 @@ def test_topology_keys_are_validated():
 
 
 def test_g1_report_shows_the_dut_identity():
-    from gates.core import GateRecord, Measurement
+    from gates.core.verdicts import GateRecord, Measurement
     from gates.report import ReportContext
     from gates.report.report import render_html
     record = GateRecord(gate="g1", run_id="r1", site="t", started="s",

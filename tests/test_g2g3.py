@@ -1,6 +1,7 @@
 """G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
 
-from gates.core import Decision, G2Limits, G3Limits, Outcome
+from gates.core.configuration import Decision, G2Limits, G3Limits
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, correctness, g2_measurements, g3_measurements
 from gates.proof import StorageReads
 from gates.proof.measurements import PROOF_FAILED, storage_proof
@@ -269,7 +270,7 @@ def test_correctness_without_token_ids_fails_and_says_so():
 
 
 def test_device_reads_prove_the_disk_was_read():
-    from gates.core import Limit
+    from gates.core.verdicts import Limit
     from gates.proof.measurements import device_reads
 
     limit = Limit.at_least(90, "%")
@@ -283,7 +284,7 @@ def test_device_reads_prove_the_disk_was_read():
 
 
 def test_the_engine_process_must_have_read_what_its_restores_say():
-    from gates.core import Limit
+    from gates.core.verdicts import Limit
     from gates.proof.measurements import process_reads, storage_proof
 
     limit = Limit.at_least(90, "%")
@@ -305,7 +306,7 @@ def test_the_engine_process_must_have_read_what_its_restores_say():
 
 
 def test_device_reads_are_a_band_and_other_io_above_it_is_named():
-    from gates.core import Limit
+    from gates.core.verdicts import Limit
     from gates.proof.measurements import device_reads
 
     band = Limit(lo=90, hi=150, unit="%")

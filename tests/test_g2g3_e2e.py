@@ -31,8 +31,8 @@ from _timing import (
     raise_if_timing,
 )
 
-from gates.core import GateRecord, Limit, Measurement
-from gates.core.config import load_thresholds
+from gates.core.configuration.config import load_thresholds
+from gates.core.verdicts import GateRecord, Limit, Measurement
 from gates.sim.cli import bandwidth
 from gates.store import Store
 

@@ -6,7 +6,8 @@ own lag, which inflates the reduction: the direction that favours PASS) left the
 and the baseline's failed requests were counted nowhere.
 """
 
-from gates.core import Decision, G3Limits, Outcome
+from gates.core.configuration import Decision, G3Limits
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, g3_measurements
 
 PAIRS = 7  # the shipped plan's first look

@@ -22,7 +22,7 @@ from test_g2g3_e2e import (
     world_env,
 )
 
-from gates.core.paired import LookPlan
+from gates.core.statistics.paired import LookPlan
 
 __all__ = ["g2", "world"]  # the module fixtures, built again for this file
 

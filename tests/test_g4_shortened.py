@@ -14,7 +14,7 @@ import pytest
 from _edits import edited
 from _fixturemods import fixture_module
 
-from gates.core import SHORTENED, RequestOutcome, RequestRecord
+from gates.core.verdicts import SHORTENED, RequestOutcome, RequestRecord
 from gates.options import RunOptions
 from gates.report import build_summary
 from gates.session import GateSession

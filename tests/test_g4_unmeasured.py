@@ -18,7 +18,7 @@ import pytest
 from _chain import SITE, add_gate, m, open_run
 from _edits import edited
 
-from gates.core import Limit
+from gates.core.verdicts import Limit
 from gates.store import Store
 
 SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'

@@ -15,7 +15,8 @@ import pytest
 from _loopdev import need_root, tmpfs
 from _tooldata import tool_text
 
-from gates.core import G4Limits, Outcome, RequestOutcome, RequestRecord, gate_verdict
+from gates.core.configuration import G4Limits
+from gates.core.verdicts import Outcome, RequestOutcome, RequestRecord, gate_verdict
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.clock import FakeClock
 from gates.soak.fio_verify import FioVerify

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from _tooldata import tool_text
 
-from gates.core import Site
+from gates.core.configuration import Site
 from gates.storage import Collector, ToolMissing, collect, install_hint
 from gates.storage.inventory import applies
 from gates.storage.runner import Completed, ScriptedRunner

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gates.core import FioSettings
+from gates.core.configuration import FioSettings
 from gates.storage import bytes_needed, files_written, g1_steps
 from gates.storage.jobs import READ_FILE, WRITE_FILE, JobFileError, render_jobfile
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import UnitError
+from gates.core.quantities import UnitError
 from gates.model import (
     CATALOGUE,
     ModelError,

@@ -2,7 +2,7 @@
 
 from _llamacpp_fakes import fake_install
 
-from gates.core import EngineChoice, Site, validate_arms
+from gates.core.configuration import EngineChoice, Site, validate_arms
 from gates.engines import choose_engine
 from gates.engines.choice import CANDIDATE_DIR, server_command
 

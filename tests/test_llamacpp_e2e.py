@@ -14,7 +14,7 @@ from _engine_e2e import engine_world, g2_on, g3_on, llamacpp_site
 from _timing import G3_REPS, cpu_lines, timing_verdict
 from test_g2g3_e2e import outcomes
 
-from gates.core.config import load_thresholds
+from gates.core.configuration.config import load_thresholds
 from gates.engines.llamacpp import find_install
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.skipif(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from aiohttp import web
 
-from gates.core import RequestOutcome
+from gates.core.verdicts import RequestOutcome
 from gates.loadgen import Endpoint, LoadSettings, Pool, payload, run_phase, send
 from gates.loadgen.generator import release_times
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gates.core import RequestOutcome
+from gates.core.verdicts import RequestOutcome
 from gates.loadgen import Endpoint, LoadSettings, run_phase
 
 HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"

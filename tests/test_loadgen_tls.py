@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from test_loadgen_keepalive import RESPONSE, Req, read_request
 
-from gates.core import RequestOutcome
+from gates.core.verdicts import RequestOutcome
 from gates.loadgen import Endpoint, LoadSettings, run_phase
 
 

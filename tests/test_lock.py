@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import Target
+from gates.core.configuration import Target
 from gates.storage import TargetBusy, TargetError, lock_target
 from gates.storage.lock import LOCK_FILE
 

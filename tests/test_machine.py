@@ -2,7 +2,7 @@
 
 import pytest
 
-from gates.core import CvPlan, G2Limits
+from gates.core.configuration import CvPlan, G2Limits
 from gates.inference import MachineReadings
 from gates.inference.machine import (
     CpuReference,

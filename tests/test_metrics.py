@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.core import RequestOutcome, RequestRecord, percentile
+from gates.core.statistics import percentile
+from gates.core.verdicts import RequestOutcome, RequestRecord
 from gates.loadgen import stats, summarize, ttft
 from gates.loadgen.chunks import classify
 from gates.loadgen.metrics import SLO, LoadSummary, Stats, chunk_gaps, e2e, tpot

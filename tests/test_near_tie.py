@@ -6,7 +6,8 @@ candidate chose that runner-up (or the candidate's own top-2 are that close and 
 its runner-up). No top-k, no excuse; and ties may excuse at most a declared share of contexts.
 """
 
-from gates.core import G3Limits, Outcome
+from gates.core.configuration import G3Limits
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, correctness
 
 TOKENS, GAP_MAX, TIE_MAX, SHARE = 16, 0.1, 0.02, 25.0  # thresholds.toml [g3] as shipped

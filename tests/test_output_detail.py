@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import RequestOutcome
+from gates.core.verdicts import RequestOutcome
 from gates.loadgen import (
     Endpoint,
     LoadSettings,

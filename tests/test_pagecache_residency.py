@@ -185,7 +185,8 @@ def test_a_target_on_tmpfs_says_its_devices_could_not_be_watched(shm, tmp_path):
     that tmpfs cannot honour is a deviation naming its bytes."""
     from test_protocol import WORKLOAD, sim_arm
 
-    from gates.core import G3Limits, Outcome
+    from gates.core.configuration import G3Limits
+    from gates.core.verdicts import Outcome
     from gates.engines.protocol import run_arm_once
     from gates.proof import storage_proof
 

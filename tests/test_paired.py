@@ -12,17 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.core import (
-    Decision,
-    G3Limits,
-    Limit,
-    LookPlan,
-    log_ratios,
-    pairs_needed,
-    pass_probability,
-    sequential,
-)
-from gates.core.paired import (
+from gates.core.configuration import Decision, G3Limits
+from gates.core.statistics import LookPlan, log_ratios, pairs_needed, pass_probability, sequential
+from gates.core.statistics.paired import (
     binomial_tail,
     coverage_of,
     fewest_pairs,
@@ -31,7 +23,8 @@ from gates.core.paired import (
     to_log,
     to_percent,
 )
-from gates.core.spending import _extend
+from gates.core.statistics.spending import _extend
+from gates.core.verdicts import Limit
 from gates.engines import abba_pair
 from gates.inference import Repetition, level_looks, look_plan
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from gates.core import DECLARED, Outcome
-from gates.core.config import load_thresholds
+from gates.core.configuration.config import load_thresholds
+from gates.core.verdicts import DECLARED, Outcome
 from gates.store import Store
 
 SUITE = """
@@ -263,7 +263,7 @@ def test_without_pytest_html_the_columns_are_not_registered(gate_dir):
 
 
 def test_measurement_rows_group_repeated_names():
-    from gates.core import Limit, Measurement
+    from gates.core.verdicts import Limit, Measurement
     from gates.plugin import measurement_properties, measurement_rows
 
     limit = Limit.at_most(5, "%")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gates.cli import main
-from gates.core import G3Limits, Outcome
+from gates.core.configuration import G3Limits
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, g3_chains, g3_measurements
 from gates.proof import ProofContext, attribute, chain_measurement, engine_evidence, parse_metrics
 from gates.proof.measurements import storage_proof
@@ -103,7 +104,7 @@ def lmcache_like(read_share: float) -> Repetition:
 
 
 def test_storage_side_bytes_are_held_against_the_bytes_the_tokens_need():
-    from gates.core import Decision
+    from gates.core.configuration import Decision
     from gates.inference import Repetition as Rep
 
     base = [Rep(arm="baseline", concurrency=8, repetition=i, ttfts=[2.0, 2.2], sent=2,

@@ -6,7 +6,7 @@ import sys
 import psutil
 import pytest
 
-from gates.core import Arm, WorkloadSettings
+from gates.core.configuration import Arm, WorkloadSettings
 from gates.engines import ProtocolError
 from gates.engines.protocol import run_arm_once, start_arm
 

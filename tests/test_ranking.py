@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.core import Limit
-from gates.core.paired import LookPlan, sequential, to_log
+from gates.core.statistics.paired import LookPlan, sequential, to_log
+from gates.core.verdicts import Limit
 from gates.model.cost import price_per_point
 from gates.model.ranking import (
     NOT_DISTINGUISHABLE,

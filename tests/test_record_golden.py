@@ -21,7 +21,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from gates.cli import record_schema
-from gates.core import (
+from gates.core.verdicts import (
     ChecklistAnswer,
     DutItem,
     GateRecord,

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from gates.charts import throughput_by_concurrency, time_series, ttft_cdf
 from gates.checklist import ChecklistStore
 from gates.checklist.store import ChecklistRun
-from gates.core import ChecklistAnswer, DutItem, Limit, Measurement, Outcome
-from gates.core.verdict import SEVERITY
+from gates.core.verdicts import ChecklistAnswer, DutItem, Limit, Measurement, Outcome
+from gates.core.verdicts.verdict import SEVERITY
 from gates.inference import Repetition
 from gates.options import RunOptions
 from gates.report import KEY_DIR_ENV, KEY_ENV, grouped, new_key
@@ -445,7 +445,7 @@ def test_arms_and_engine_versions_on_inference_gates(reports):
 
 
 def test_the_engine_column_is_what_the_server_said():
-    from gates.core import Arm
+    from gates.core.configuration import Arm
     from gates.report import arm_row
 
     arm = Arm(kind="endpoint", urls=["http://h:1"], engine="vllm")

@@ -18,7 +18,8 @@ import pytest
 from _chain import PASSING, SITE, m, open_run
 
 from gates.cli import main
-from gates.core import ConfigError, GateRecord, Limit, SiteInfo, UpstreamRef
+from gates.core.configuration import ConfigError, SiteInfo
+from gates.core.verdicts import GateRecord, Limit, UpstreamRef
 from gates.report import (
     KEY_DIR_ENV,
     KEY_ENV,

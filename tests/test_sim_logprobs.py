@@ -8,7 +8,7 @@ import json
 from test_phases import TINY, plan
 from test_sim_server import ids_of, sim, stream
 
-from gates.core import Outcome
+from gates.core.verdicts import Outcome
 from gates.inference import Repetition, correctness, run_cold_recovery
 from gates.loadgen import Endpoint, LoadSettings
 from gates.loadgen.chunks import classify

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import UnitError, parse_rate, parse_size
+from gates.core.quantities import UnitError, parse_rate, parse_size
 from gates.sim.cli import bandwidth, paced_profile, size, tiered_profile
 from gates.sim.model import get_profile
 

@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from gates.core import SHORTENED, G4Limits, Outcome
+from gates.core.configuration import G4Limits
+from gates.core.verdicts import SHORTENED, Outcome
 from gates.soak import SoakPlan
 from gates.soak.health_rules import kernel_errors, media_errors, paths_live, verify_errors
 from gates.soak.load_rules import (

@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from gates.core import G4Limits, Outcome
+from gates.core.configuration import G4Limits
+from gates.core.verdicts import Outcome
 from gates.soak.longrun import difference_df, differenced, half_width, span_noise
 from gates.soak.rules import WindowRecord
 from gates.soak.trends import throughput_floor, ttft_drift

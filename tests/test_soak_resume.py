@@ -24,7 +24,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core import Limit
+from gates.core.verdicts import Limit
 from gates.soak import SoakPlan, SoakRunner, carry_engine_logs
 from gates.soak.liveness import RunnerMark, judge, process_gone, this_runner
 from gates.soak.runner import SoakBusy

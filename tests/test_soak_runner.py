@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gates.core import SHORTENED, G4Limits, Outcome, RequestOutcome, RequestRecord
+from gates.core.configuration import G4Limits
+from gates.core.verdicts import SHORTENED, Outcome, RequestOutcome, RequestRecord
 from gates.loadgen import Endpoint, LoadSettings, multi_turn
 from gates.sim.server import build_app
 from gates.soak import SoakPlan, SoakRunner

@@ -13,7 +13,7 @@ import pytest
 from _chain import add_gate, open_run
 
 from gates.cli import main
-from gates.core import G4
+from gates.core.verdicts import G4
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.liveness import RunnerMark
 from gates.soak.store import SoakStore

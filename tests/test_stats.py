@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import CvPlan, G2Limits, Limit, Outcome, above_claimed_band, median, speedup
-from gates.core.stats import Comparison, cv_interval, cv_percent, decide
+from gates.core.configuration import CvPlan, G2Limits
+from gates.core.statistics import above_claimed_band, median, speedup
+from gates.core.statistics.stats import Comparison, cv_interval, cv_percent, decide
+from gates.core.verdicts import Limit, Outcome
 
 approx = pytest.approx
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import (
+from gates.core.statistics import (
     SteadyStateUnavailable,
     least_squares_slope,
     round_averages,

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from gates.core import GateRecord, Limit, Measurement, Outcome
+from gates.core.verdicts import GateRecord, Limit, Measurement, Outcome
 from gates.store import DB_NAME, Store, new_run_id, sha256_file, write_new
 
 RUN = "20261129T170000Z-abc123"
@@ -246,7 +246,7 @@ def test_reopening_keeps_everything(tmp_path):
 
 
 def test_requests_are_stored_as_they_finish_and_read_back_by_phase(tmp_path):
-    from gates.core import RequestOutcome, RequestRecord
+    from gates.core.verdicts import RequestOutcome, RequestRecord
 
     with Store(tmp_path) as store:
         store.begin_run("r1", "site")

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core import Limit, Measurement
+from gates.core.verdicts import Limit, Measurement
 from gates.report import KEY_DIR_ENV, new_key, write_summary
 from gates.soak import SoakPlan
 from gates.soak.store import SoakStore

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from _chain import SIMULATED, SITE, add_gate, full_chain, open_run
 
-from gates.core import G1, GATE_TITLES, GATES, SHORTENED, Limit
+from gates.core.verdicts import G1, GATE_TITLES, GATES, SHORTENED, Limit
 from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, grouped, new_key, write_summary
 from gates.report.chain import ChainLink
 from gates.report.figures import ABSENT, key_figures

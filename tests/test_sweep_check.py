@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core import Decision, G3Limits
+from gates.core.configuration import Decision, G3Limits
 from gates.inference import SweepPoint, sweep_figure
 from gates.model import Tier, sweep_forecast
 from gates.report import SweepRecord, examine, write_sweep

@@ -3,7 +3,7 @@
 import pytest
 from test_g2g3 import probed, rep
 
-from gates.core import Decision, G3Limits
+from gates.core.configuration import Decision, G3Limits
 from gates.inference import break_even, proof_from, sweep_point
 from gates.inference.sweep import SweepPoint, sweep_plan
 from gates.proof import ProofContext

@@ -2,7 +2,7 @@
 
 from _llamacpp_fakes import fake_install
 
-from gates.core import EngineChoice, load_site
+from gates.core.configuration import EngineChoice, load_site
 from gates.engines import EngineRun, choose_engine
 from gates.sweep.run import sweep_run
 

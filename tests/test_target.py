@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root, tmpfs
 
-from gates.core import Target
+from gates.core.configuration import Target
 from gates.storage import TargetError, check_directory, resolve_target, watched_device
 from gates.storage.jobs import READ_FILE, WRITE_FILE
 from gates.storage.target import (

@@ -9,7 +9,7 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import RequestOutcome
+from gates.core.verdicts import RequestOutcome
 from gates.loadgen import Endpoint, LoadSettings, ResponseStream, SSEProtocolError, payload
 from gates.loadgen.chunks import classify
 from gates.loadgen.generator import request_record

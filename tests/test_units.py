@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from gates.core import (
+from gates.core.quantities import (
     Rate,
     UnitError,
     format_duration,
@@ -16,7 +16,7 @@ from gates.core import (
     parse_rate,
     parse_size,
 )
-from gates.core.units import MAX_DURATION, Duration, Percent, Size, parse_percent
+from gates.core.quantities.units import MAX_DURATION, Duration, Percent, Size, parse_percent
 
 KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
 

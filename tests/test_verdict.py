@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gates.core import GateRecord, Limit, Measurement, Outcome, upstream_gate
-from gates.core.verdict import SEVERITY, failures_first, gate_verdict
+from gates.core.verdicts import GateRecord, Limit, Measurement, Outcome, upstream_gate
+from gates.core.verdicts.verdict import SEVERITY, failures_first, gate_verdict
 
 P, F, M, E, B, NA, R = (Outcome.PASS, Outcome.FAIL, Outcome.MARGINAL, Outcome.ERROR,
                         Outcome.BLOCKED, Outcome.NOT_APPLICABLE, Outcome.REPORTED)
@@ -318,7 +318,7 @@ def test_gate_verdict_reads_outcomes_written_as_strings():
 
 
 def test_a_digest_does_not_depend_on_the_order_of_the_keys():
-    from gates.core.record import json_digest
+    from gates.core.verdicts.record import json_digest
 
     assert json_digest({"a": 1, "b": {"x": 2, "y": 3}}) == json_digest({"b": {"y": 3, "x": 2},
                                                                            "a": 1})

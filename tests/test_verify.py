@@ -14,7 +14,7 @@ import pytest
 from _chain import SITE, full_chain, write_report
 
 from gates.cli import main
-from gates.core import GateRecord, Limit, Measurement, Outcome, UpstreamRef
+from gates.core.verdicts import GateRecord, Limit, Measurement, Outcome, UpstreamRef
 from gates.report import KEY_DIR_ENV, KEY_ENV, PRIVATE_NAME, new_key, write_summary
 from gates.report.sealing import content_hash
 from gates.report.signing import load_signer, statement, write_signature

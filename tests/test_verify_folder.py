@@ -10,7 +10,7 @@ run` writes them: a real GateSession records a G1 measurement and finishes the g
 import pytest
 
 from gates.cli import main
-from gates.core import Limit, Measurement
+from gates.core.verdicts import Limit, Measurement
 from gates.options import RunOptions
 from gates.report import KEY_DIR_ENV, KEY_ENV, new_key, write_summary
 from gates.report.verification import verify

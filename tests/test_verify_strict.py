@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core import Limit, Measurement
+from gates.core.verdicts import Limit, Measurement
 from gates.options import RunOptions
 from gates.report import KEY_DIR_ENV, KEY_ENV, new_key, write_summary
 from gates.report.signing import strict_json

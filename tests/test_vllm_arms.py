@@ -6,7 +6,14 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core import EngineChoice, Site, VllmChoice, WorkloadSettings, render, validate_arms
+from gates.core.configuration import (
+    EngineChoice,
+    Site,
+    VllmChoice,
+    WorkloadSettings,
+    render,
+    validate_arms,
+)
 from gates.engines import choose_engine
 from gates.engines.choice import engine_problems
 from gates.engines.vllm import CANDIDATE_DIR, VllmInstall, find_vllm, workload_fit
@@ -183,7 +190,7 @@ def test_the_shipped_site_runs_vllm_with_prefer_alone(tmp_path, repo):
     model and max_model_len, and the shipped G2 levels accept its contexts."""
     from _edits import edited
 
-    from gates.core.config import load_config
+    from gates.core.configuration.config import load_config
 
     text = edited((repo / "site.toml").read_text(), 'prefer = "llamacpp"', 'prefer = "vllm"',
                   where="site.toml [engine]")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.core.config import load_site, load_thresholds
+from gates.core.configuration.config import load_site, load_thresholds
 from gates.engines.vllm import find_vllm, vllm_arms
 from gates.inference import (
     ArmProcess,

@@ -23,7 +23,7 @@ from _engine_e2e import (
 from _timing import timing_verdict
 from test_g2g3_e2e import outcomes
 
-from gates.core.config import load_thresholds
+from gates.core.configuration.config import load_thresholds
 from gates.engines.vllm import find_vllm
 from gates.engines.vllm.arms import ENTRY
 

@@ -19,7 +19,7 @@ import _truth  # noqa: E402
 from _proctree import Measured  # noqa: E402
 from _refserver import prompt_key  # noqa: E402
 
-from gates.core import percentile  # noqa: E402
+from gates.core.statistics import percentile  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ from _chain import SITE, add_gate, full_chain
 
 from gates.binding import binding_deviations
 from gates.cli import main
-from gates.core import BLOCKING, REHEARSAL, SHORTENED, G2Limits, GateRecord, deviation_kind
-from gates.core.record import NOTE
+from gates.core.configuration import G2Limits
+from gates.core.verdicts import BLOCKING, REHEARSAL, SHORTENED, GateRecord, deviation_kind
+from gates.core.verdicts.record import NOTE
 from gates.inference import Repetition, starved
 from gates.loadgen import CpuUse
 from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary

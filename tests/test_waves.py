@@ -8,7 +8,7 @@ from _edits import edited
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core.waves import at_boundary, inside_every_wave, wave_warnings
+from gates.core.configuration.waves import at_boundary, inside_every_wave, wave_warnings
 
 
 @pytest.mark.parametrize(("contexts", "c", "boundary"), [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from _loopdev import loop_device, mkfs_xfs, mounted, need_root
 
-from gates.core import FioSettings, Target
+from gates.core.configuration import FioSettings, Target
 from gates.storage import (
     SubprocessRunner,
     bytes_needed,

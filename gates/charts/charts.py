@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
 
-from ..core import Ceilings, bandwidth_unit
+from ..core.configuration import Ceilings
+from ..core.quantities import bandwidth_unit
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ..core import format_size
+from ..core.quantities import format_size
 from .charts import _legend_below, to_svg
 
 

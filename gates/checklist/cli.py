@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..core import EXIT_CODES, GATE_TITLES, GATES, ConfigError, Outcome, load_config
+from ..core.configuration import ConfigError, load_config
+from ..core.verdicts import EXIT_CODES, GATE_TITLES, GATES, Outcome
 from ..options import DEFAULTS, add_run_options, input_file
 from ..store import DB_NAME, Store, new_run_id
 from .items import (

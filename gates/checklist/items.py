@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..core import GATES, ChecklistAnswer, read_document, validate
+from ..core.configuration import read_document, validate
+from ..core.verdicts import GATES, ChecklistAnswer
 
 Answer = Literal["pass", "fail", "n.a."]
 ANSWERS: tuple[Answer, ...] = ("pass", "fail", "n.a.")

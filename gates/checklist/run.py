@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.prompt import InvalidResponse, Prompt
 
-from ..core import EXIT_CODES, ChecklistAnswer, Outcome
+from ..core.verdicts import EXIT_CODES, ChecklistAnswer, Outcome
 from ..store import Store, utc_now
 from .items import AnswersFile, Checklist, ChecklistItem, full_id
 from .store import ChecklistRun, ChecklistStore, GateAttempt

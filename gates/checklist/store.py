@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core import ChecklistAnswer, Outcome
+from ..core.verdicts import ChecklistAnswer, Outcome
 from ..store import DB_NAME, Store, utc_now
 
 SCHEMA = """

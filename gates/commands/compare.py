@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..core import UnitError, format_size, parse_size
+from ..core.quantities import UnitError, format_size, parse_size
 from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
 from ..options import folder, input_file, run_id
 from ..report import GAINS, CompareError, Comparison, compare, write_comparison

@@ -7,7 +7,7 @@ import os
 
 from rich.console import Console
 
-from ..core import VLLM_PINNED
+from ..core.configuration import VLLM_PINNED
 from ..engines import llamacpp, vllm
 from ..engines.llamacpp import InstallError, cache_root
 from ..options import Range

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from ..core import RequestRecord
+from ..core.verdicts import RequestRecord
 from ..inference import ColdRecovery, PhaseError, run_cold_recovery
 from ..loadgen import (
     PROBE,

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..core import ConfigError, load_site
+from ..core.configuration import ConfigError, load_site
 from ..storage import Collector, Found, SubprocessRunner, collect
 
 

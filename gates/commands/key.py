@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..core import ConfigError
+from ..core.configuration import ConfigError
 from ..options import output_dir
 from ..report import (
     KEY_DIR_ENV,

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from ..core import RequestRecord
+from ..core.verdicts import RequestRecord
 from ..inference import ColdRecovery, PhaseError
 from ..loadgen import LoadSettings
 

@@ -11,7 +11,7 @@ import argparse
 from fractions import Fraction
 from pathlib import Path
 
-from ..core import ADAPTER_NAMES
+from ..core.configuration import ADAPTER_NAMES
 from ..loadgen import (
     MAX_INPUT,
     PROBE,

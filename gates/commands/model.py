@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..core import UnitError, parse_duration, parse_rate
+from ..core.quantities import UnitError, parse_duration, parse_rate
 from ..model import (
     CATALOGUE,
     LMCACHE_CHUNK_TOKENS,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..core import ADAPTER_NAMES, UnitError, parse_rate, parse_size
+from ..core.configuration import ADAPTER_NAMES
+from ..core.quantities import UnitError, parse_rate, parse_size
 from ..inference import TARGET_LABEL
 from ..options import Range, input_file
 from ..proof import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..core import ConfigError
+from ..core.configuration import ConfigError
 from ..report import (
     BAD_INPUT,
     VERIFY_EXIT_TEXT,

@@ -15,7 +15,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..core import ConfigError, Waiver
+from ..core.configuration import ConfigError
+from ..core.verdicts import Waiver
 from ..options import folder, run_id
 from ..report import (
     WaiverRefused,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..core import ArmError, Site
+from ..core.configuration import ArmError, Site
 from ..inference import prepare_kv_dir
 from ..storage import DeviceReader, SubprocessRunner
 from .fairness import ArmStorage

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..core import Arm, EngineChoice, Site
+from ..core.configuration import Arm, EngineChoice, Site
 from .llamacpp import LlamaCppInstall, find_install
 from .vllm import CANDIDATE_DIR as VLLM_DIR
 from .vllm import VllmInstall, find_vllm, site_connector_problems, vllm_arms, workload_fit

@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..core import G3Limits, Measurement, above_claimed_band
+from ..core.configuration import G3Limits
+from ..core.statistics import above_claimed_band
+from ..core.verdicts import Measurement
 from ..model import RestoreModel, fmt_rate, predict
 
 # How a deviation of this kind begins (gates.core.record.DEVIATION_KINDS: blocking).

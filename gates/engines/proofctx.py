@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import psutil
 
-from ..core import GateRecord, Measurement, Site, Thresholds, UnitError, parse_rate
+from ..core.configuration import Site, Thresholds
+from ..core.quantities import UnitError, parse_rate
+from ..core.verdicts import GateRecord, Measurement
 from ..proof import ProofContext, labelled_ranks
 from .choice import EngineRun
 from .runner import engine_site, kv_bytes_per_token

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
-from ..core import Arm, ArmError, RequestRecord, WorkloadSettings, format_size, real_path
+from ..core.configuration import Arm, ArmError, WorkloadSettings, real_path
+from ..core.quantities import format_size
+from ..core.verdicts import RequestRecord
 from ..inference import (
     ArmProcess,
     PhaseError,

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core import RequestRecord, Site, validate_arms
+from ..core.configuration import Site, validate_arms
+from ..core.verdicts import RequestRecord
 from ..inference import (
     ORDERS,
     ArmProcess,

@@ -10,17 +10,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-from ..core import (
-    G3,
-    Decision,
-    G2Limits,
-    G3Limits,
-    Limit,
+from ..core.configuration import Decision, G2Limits, G3Limits
+from ..core.statistics import (
     LookPlan,
-    Measurement,
-    Outcome,
     Sequential,
-    Table,
     above_claimed_band,
     log_ratios,
     median,
@@ -28,6 +21,7 @@ from ..core import (
     pass_probability,
     sequential,
 )
+from ..core.verdicts import G3, Limit, Measurement, Outcome, Table
 from .machine import device_variation, speed_variation
 from .repetitions import Repetition
 

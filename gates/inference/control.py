@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import G3, Limit, Measurement
+from ..core.verdicts import G3, Limit, Measurement
 from .repetitions import Repetition
 
 # G3's arms by the words its measurements use for them.

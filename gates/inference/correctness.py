@@ -8,7 +8,7 @@ not counted as a mismatch, for at most a declared share of the probed contexts.
 
 from __future__ import annotations
 
-from ..core import G3, Limit, Measurement
+from ..core.verdicts import G3, Limit, Measurement
 from .near_tie import TIE_RULE, allowed_ties, near_tie
 from .repetitions import Repetition
 

@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import (
-    G2,
-    G3,
-    CvPlan,
-    Decision,
-    Declared,
-    G2Limits,
-    G3Limits,
-    Limit,
-    Measurement,
-    Outcome,
-    median,
-    percentile,
-    speedup,
-)
+from ..core.configuration import CvPlan, Decision, G2Limits, G3Limits
+from ..core.statistics import median, percentile, speedup
+from ..core.verdicts import G2, G3, Declared, Limit, Measurement, Outcome
 from ..proof import (
     ProofContext,
     Signal,

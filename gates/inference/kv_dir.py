@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core import Arm, ArmError
+from ..core.configuration import Arm, ArmError
 
 MARKER = ".kvgate-kv-dir"  # kvgate empties only KV directories that carry this file
 

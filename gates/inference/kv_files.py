@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core import Arm
+from ..core.configuration import Arm
 from .errors import PhaseError
 from .kv_dir import MARKER
 

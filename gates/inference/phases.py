@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 import aiohttp
 from pydantic import BaseModel
 
-from ..core import RequestRecord
+from ..core.verdicts import RequestRecord
 from ..loadgen import (
     EVICT,
     PROBE,

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from ..core import Arm, ArmError, format_duration, render
+from ..core.configuration import Arm, ArmError, render
+from ..core.quantities import format_duration
 from ..loadgen import Endpoint
 
 LAUNCH_HOST = "127.0.0.1"  # launched arms serve on loopback only

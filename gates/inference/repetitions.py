@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
-from ..core import percentile
+from ..core.statistics import percentile
 from ..loadgen import CpuUse, summarize
 from ..proof import ProbeEvidence, StorageReads, engine_evidence, level_evidence
 from .kv_files import KvReadBack

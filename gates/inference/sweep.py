@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
-from ..core import Decision, G3Limits, LookPlan, Outcome, log_ratios, sequential
+from ..core.configuration import Decision, G3Limits
+from ..core.statistics import LookPlan, log_ratios, sequential
+from ..core.verdicts import Outcome
 from ..proof import ChainWord, ProofContext, judge_chain
 from .comparison import METRICS, Pair, figures, limits_of
 from .g2g3 import level_chain

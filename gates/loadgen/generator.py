@@ -15,7 +15,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, SecretStr
 
-from ..core import RequestOutcome, RequestRecord, percentile
+from ..core.statistics import percentile
+from ..core.verdicts import RequestOutcome, RequestRecord
 from .collector import heap_set_aside
 from .cpu import cpu_snapshot, cpu_use
 from .http1 import CannotConnect, ConnectTimeout, HttpError, StallTimeout, authority

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..core import RequestOutcome, RequestRecord, interpolate
+from ..core.statistics import interpolate
+from ..core.verdicts import RequestOutcome, RequestRecord
 
 Row = tuple[str, float | int | None, str]
 

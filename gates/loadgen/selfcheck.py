@@ -7,7 +7,7 @@ import time
 
 from pydantic import BaseModel
 
-from ..core import percentile
+from ..core.statistics import percentile
 from .cpu import CpuUse
 
 # Lag beyond these means our timestamps carry our own delay, not the server's. For slow

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import WorkloadSettings
+from ..core.configuration import WorkloadSettings
 
 WARMUP, SEED, EVICT, PROBE = "warmup", "seed", "evict", "probe"
 RESERVED = 1000  # low ids skipped: many vocabularies keep control tokens there

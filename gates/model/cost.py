@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..core import Rate, shipped
+from ..core.configuration import shipped
+from ..core.quantities import Rate
 from .bandwidth import RestoreModel, predict
 from .files import read_object
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core import UnitError, parse_size
+from ..core.quantities import UnitError, parse_size
 from .spec import DTYPE_BYTES, ModelError, ModelSpec, resolve_dtype, resolve_model
 
 LMCACHE_CHUNK_TOKENS = 256

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from ..core import format_size
+from ..core.quantities import format_size
 from .bandwidth import fmt_rate, predict
 
 DEFAULT_STEPS = (1, 2, 4, 8, 16)  # the default series: multiples of the smallest working set

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import UnitError, check_run_id, parse_duration
+from ..core.quantities import UnitError, parse_duration
+from ..core.verdicts import check_run_id
 
 _KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"),
           (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..core import LoadedFile, Site, Thresholds, in_checkout, load_config, shipped
+from ..core.configuration import LoadedFile, Site, Thresholds, in_checkout, load_config, shipped
 from .inputs import Range, duration_text, folder, input_file, run_id
 
 

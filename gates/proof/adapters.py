@@ -7,7 +7,7 @@ and path) and in tests/data/metrics/README.md. Pure data.
 
 from __future__ import annotations
 
-from ..core import ADAPTER_NAMES
+from ..core.configuration import ADAPTER_NAMES
 from .adapters_vllm import LMCACHE, LMCACHE_SPLIT, VLLM, VLLM_NATIVE, VLLM_SPLIT
 from .rules import Rule, rule
 from .split import Blind, Split

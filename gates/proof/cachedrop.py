@@ -13,7 +13,7 @@ import math
 
 from pydantic import BaseModel, Field, NonNegativeInt
 
-from ..core import format_size
+from ..core.quantities import format_size
 
 # The share of the KV files' bytes that may still be resident after the drop. fsync then
 # DONTNEED on a file nobody maps leaves none (measured on ext4); the allowance covers a page

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from ..core import format_size
+from ..core.quantities import format_size
 from .cachedrop import RESIDENT_MAX, CacheDrop
 from .evidence import Agreement, Kind, Signal
 

@@ -16,7 +16,7 @@ import enum
 
 from pydantic import BaseModel
 
-from ..core import Limit, Measurement, Outcome, Table
+from ..core.verdicts import Limit, Measurement, Outcome, Table
 
 
 class Kind(enum.StrEnum):

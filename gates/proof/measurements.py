@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import G3, G3Limits, Limit, Measurement, Outcome, median
+from ..core.configuration import G3Limits
+from ..core.statistics import median
+from ..core.verdicts import G3, Limit, Measurement, Outcome
 from .chainrows import GPU_HIT_MAX
 from .probe import ProbeEvidence, level_evidence
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt, model_validator
 
-from ..core import G3Limits
+from ..core.configuration import G3Limits
 from .cachedrop import CacheDrop, together
 from .counters import StorageReads
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core import (
+from ..core.verdicts import (
     GATE_TITLES,
     GATES,
     SHORTENED,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..core import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
+from ..core.verdicts import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
 from ..model import (
     Catalog,
     Estimate,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core import GateRecord
+from ..core.verdicts import GateRecord
 from .citing import cited, read_json
 from .compare import gain_of, judged
 from .compare_cost import Prices, prices

@@ -17,7 +17,8 @@ from typing import TypeVar
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from ..core import format_size, json_digest
+from ..core.quantities import format_size
+from ..core.verdicts import json_digest
 from ..store import write_new
 from .comparison_model import GAINS, NO_RECORD, Comparison
 from .layout import COMPARISON_HTML, COMPARISON_JSON

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ..core import DECLARED, GateRecord, Measurement
+from ..core.verdicts import DECLARED, GateRecord, Measurement
 from ..model import ArrayOption, Catalog
 from .report import format_value
 

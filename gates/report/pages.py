@@ -8,7 +8,7 @@ import jinja2
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from ..core import json_digest
+from ..core.verdicts import json_digest
 
 
 def css_text(text: str) -> Markup:

@@ -10,7 +10,8 @@ import jinja2
 from markupsafe import Markup, escape
 from pydantic import BaseModel
 
-from ..core import Arm, GateRecord, Measurement, Outcome, SiteInfo
+from ..core.configuration import Arm, SiteInfo
+from ..core.verdicts import GateRecord, Measurement, Outcome
 from ..store import Store, write_new
 from .sealing import SEAL_ID, record_meta, seal, seal_placeholder
 from .signing import (

@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ..core import ConfigError
+from ..core.configuration import ConfigError
 from ..store import write_new
 
 ALGORITHM = "ed25519"

@@ -16,7 +16,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from .. import __version__
-from ..core import (
+from ..core.verdicts import (
     BLOCKING,
     GATE_TITLES,
     GATES,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core import G3Limits, json_digest
+from ..core.configuration import G3Limits
+from ..core.verdicts import json_digest
 from ..inference import break_even, proof_from, sweep_figure
 from ..model import sweep_forecast
 from ..store import sha256_file

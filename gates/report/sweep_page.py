@@ -17,7 +17,8 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..charts import GainBand, WorkingSetPoint, working_set_chart
-from ..core import Decision, format_size
+from ..core.configuration import Decision
+from ..core.quantities import format_size
 from ..inference import SweepPoint
 from ..model import SweepForecast, Tier
 from ..store import write_new

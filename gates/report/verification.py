@@ -17,7 +17,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..core import json_digest
+from ..core.verdicts import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
 from .citing import cited, read_json
 from .comparison_check import check_comparison, is_comparison

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..core import BLOCKING, REHEARSAL, SignedWaiver, Waiver, deviation_kind
+from ..core.verdicts import BLOCKING, REHEARSAL, SignedWaiver, Waiver, deviation_kind
 from .signing import SignatureProblem, Signer, check_signature
 
 WAIVER_KIND = "kvgate waiver"

@@ -13,7 +13,8 @@ something that more windows can only add to.
 
 from __future__ import annotations
 
-from ..core import G4, Coverage, G4Limits, Limit, Measurement, Outcome
+from ..core.configuration import G4Limits
+from ..core.verdicts import G4, Coverage, Limit, Measurement, Outcome
 from .rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord
 
 # Not in thresholds.toml: that file is the performer's to edit, and a soak whose unread

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..core import RequestRecord
+from ..core.verdicts import RequestRecord
 from ..loadgen import Endpoint, LoadSettings, Plan, PlannedRequest, Pool, send
 from ..proof import ServerIdentity, server_identity
 

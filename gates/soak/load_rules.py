@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..core import G4, SHORTENED, G4Limits, Limit, Measurement, Outcome
+from ..core.configuration import G4Limits
+from ..core.verdicts import G4, SHORTENED, Limit, Measurement, Outcome
 from .health_rules import kernel_errors, media_errors, paths_live, verify_errors
 from .rules import Deviation, SoakPlan, WindowRecord, effective_seconds
 from .spans import after_warmup

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import SHORTENED
+from ..core.verdicts import SHORTENED
 
 GATE = "g4"
 # Collector names the rules read (gates.soak.health produces readings under these names).

@@ -15,7 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from pydantic import BaseModel
 
-from ..core import G4Limits, Measurement, RequestOutcome, RequestRecord
+from ..core.configuration import G4Limits
+from ..core.verdicts import Measurement, RequestOutcome, RequestRecord
 from ..loadgen import stats, ttft
 from ..store import Store
 from .clock import Clock, RealClock

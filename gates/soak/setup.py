@@ -7,7 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core import G4Limits, GateRecord, Site, format_duration, median, soak_problem
+from ..core.configuration import G4Limits, Site, soak_problem
+from ..core.quantities import format_duration
+from ..core.statistics import median
+from ..core.verdicts import GateRecord
 from ..inference import Repetition
 from ..loadgen import Endpoint, LoadSettings, multi_turn
 from ..proof import ServerIdentity

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import RequestRecord
+from ..core.verdicts import RequestRecord
 from ..store import Store
 from .liveness import RunnerMark
 from .rules import GATE, Deviation, SoakPlan, WindowRecord

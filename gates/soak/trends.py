@@ -13,16 +13,9 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..core import (
-    G4,
-    G4Limits,
-    Limit,
-    Measurement,
-    Outcome,
-    SteadyStateUnavailable,
-    least_squares_slope,
-    round_averages,
-)
+from ..core.configuration import G4Limits
+from ..core.statistics import SteadyStateUnavailable, least_squares_slope, round_averages
+from ..core.verdicts import G4, Limit, Measurement, Outcome
 from .noise import noise_of
 from .rules import HOUR, WindowRecord, span
 from .spans import quantile, span_length, spans, window_noise

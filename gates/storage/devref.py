@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import FioSettings
+from ..core.configuration import FioSettings
 from .fio import combine
 from .fiorun import run_step
 from .jobs import FioStep, JobSection

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import FioSettings
+from ..core.configuration import FioSettings
 from .fio import FioParseError, FioReport, parse_fio_json
 from .fioerrors import job_errors
 from .jobs import FioStep, JobFileError, render_jobfile

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ..core import (
-    G1,
-    Ceilings,
-    G1Limits,
-    Limit,
-    Measurement,
-    SteadyState,
-    SteadyStateUnavailable,
-    bandwidth_unit,
-    snia_steady_state,
-)
+from ..core.configuration import Ceilings, G1Limits
+from ..core.quantities import bandwidth_unit
+from ..core.statistics import SteadyState, SteadyStateUnavailable, snia_steady_state
+from ..core.verdicts import G1, Limit, Measurement
 from .fio import FioReport, combine, samples_support
 
 # fio job → (declared measurement id, its thresholds key, direction). The steady-state ids are

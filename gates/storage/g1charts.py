@@ -10,7 +10,7 @@ from ..charts import (
     latency_percentiles,
     queue_depth_sweep,
 )
-from ..core import Ceilings, G1Limits
+from ..core.configuration import Ceilings, G1Limits
 from .fio import combine, samples_support
 from .g1 import BW_TITLES, StepOutcome
 

@@ -8,7 +8,8 @@ and run by `_g1check.judge`; this module is their public face, in report order.
 
 from __future__ import annotations
 
-from ..core import G1Limits, Measurement, Site
+from ..core.configuration import G1Limits, Site
+from ..core.verdicts import Measurement
 from .g1checks import UNHEALTHY_STATE as UNHEALTHY_STATE
 from .g1checks import expected_geometry as expected_geometry
 from .g1checks import fs, judge, net, nvme, raid

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core import DutItem, Site, Topology
+from ..core.configuration import Site, Topology
+from ..core.verdicts import DutItem
 from .blockdev import LSBLK_COLUMNS, BlockDevice, Mount, ParseError, parse_findmnt, parse_lsblk
 from .collector import VERSION_ARGV, Collector, Found
 from .net import GidEntry, NicState, RdmaLink, parse_rdma_links

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ..core import FioSettings
+from ..core.configuration import FioSettings
 
 READ_FILE = "kvgate-read.dat"
 WRITE_FILE = "kvgate-write.dat"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from ..core import Target
+from ..core.configuration import Target
 from .target import TargetError, ensure_directory
 
 LOCK_FILE = ".kvgate.lock"

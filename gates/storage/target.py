@@ -9,7 +9,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import Target, format_size, real_path
+from ..core.configuration import Target, real_path
+from ..core.quantities import format_size
 
 
 class TargetError(Exception):

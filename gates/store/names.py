@@ -7,7 +7,7 @@ import hashlib
 import secrets
 from pathlib import Path
 
-from ..core import check_run_id  # said in core: the run options check it as they are parsed
+from ..core.verdicts import check_run_id
 
 __all__ = ["check_run_id", "new_run_id", "sha256_file", "utc_now", "write_new"]
 

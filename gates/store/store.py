@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core import GateRecord, Measurement, RequestRecord, SignedWaiver
+from ..core.verdicts import GateRecord, Measurement, RequestRecord, SignedWaiver
 from .faults import StoreError, connect, explain, has_table, open_read_only
 from .names import check_run_id, sha256_file, utc_now
 

@@ -14,7 +14,8 @@ import psutil
 from rich.console import Console
 from rich.markup import escape
 
-from ..core import ConfigError, format_size
+from ..core.configuration import ConfigError
+from ..core.quantities import format_size
 from ..engines import engine_site
 from ..inference import SweepPoint, break_even, proof_from
 from ..loadgen import workload_hash, workload_plan

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import Site
+from ..core.configuration import Site
 from ..engines import EngineRun, engine_site, proof_context
 from ..model import SEED_BASELINE_BPS, SEED_BASELINE_LABEL, SweepForecast, Tier, sweep_forecast
 from ..proof import ProofContext

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 
-from ..core import Site, format_size
+from ..core.configuration import Site
+from ..core.quantities import format_size
 from ..engines import (
     ArmRunner,
     EngineRun,

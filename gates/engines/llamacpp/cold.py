@@ -17,7 +17,8 @@ from pathlib import Path
 
 import aiohttp
 
-from ...core import RequestOutcome, RequestRecord, percentile
+from ...core.statistics import percentile
+from ...core.verdicts import RequestOutcome, RequestRecord
 from ...inference import (
     WRITE_QUIET_S,
     ColdRecovery,

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel
 
-from ...core import RequestRecord
+from ...core.verdicts import RequestRecord
 from ...loadgen import (
     Endpoint,
     LoadSettings,

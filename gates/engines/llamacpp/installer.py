@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ...core import LLAMACPP_PINNED
+from ...core.configuration import LLAMACPP_PINNED
 from ..installs import InstallError, cache_root, run_step, short_of_space
 from .model import EXTRA, ModelShape, write_tiny_gguf
 

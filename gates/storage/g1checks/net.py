@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import Limit, Measurement, Site
+from ...core.configuration import Site
+from ...core.verdicts import Limit, Measurement
 from ..inventory import Inventory
 from ..net import NicState
 from .spec import Case, CheckSpec, Reading, ReadResult, Unmeasured, measure, none_of, unavailable

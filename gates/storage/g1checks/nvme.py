@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...core import G1Limits, Limit, Measurement
+from ...core.configuration import G1Limits
+from ...core.verdicts import Limit, Measurement
 from ..collector import Found
 from ..inventory import Inventory
 from ..nvme import Controller, SmartLog

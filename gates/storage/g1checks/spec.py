@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ...core import G1Limits, Limit, Measurement, Site
+from ...core.configuration import G1Limits, Site
+from ...core.verdicts import Limit, Measurement
 from ..collector import Found
 from ..inventory import Inventory
 

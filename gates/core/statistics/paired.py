@@ -30,9 +30,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..verdicts import Limit, Outcome
 from .spending import cut_short, cut_short_risk, spending_ranks, spent_risk
 from .stats import Comparison, DecisionStatistic, decide
-from .verdict import Limit, Outcome
 
 Metric = Literal["reduction", "gain"]  # 100 (1 - ratio) for TTFT, 100 (ratio - 1) for tok/s
 LookOutcome = Literal["PASS", "FAIL", "continue", "MARGINAL"]

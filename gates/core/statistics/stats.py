@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .verdict import Limit, Outcome
+from ..verdicts import Limit, Outcome
 
 DecisionStatistic = Literal["point", "lower_confidence_bound"]
 

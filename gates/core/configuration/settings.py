@@ -15,13 +15,13 @@ from pydantic import (
     model_validator,
 )
 
+from ..quantities import Bytes, Duration, Rate, Size
+from ..statistics import ROUNDS
 from .arms import Arms, WrittenPath
 from .cross_checks import KeyedError, fio_problem, site_problem, sweep_problem
 from .soak_settings import SoakSettings
-from .steady import ROUNDS
 from .strict import Strict
 from .sweep_settings import SweepSettings
-from .units import Bytes, Duration, Rate, Size
 
 # What fio accepts (fio 3.x source, github.com/axboe/fio; fio 3.33 checked): one fio process
 # holds at most 4088 jobs (fio.h REAL_MAX_JOBS 4096 in segments of JOBS_PER_SEG 8; init.c

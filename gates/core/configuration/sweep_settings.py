@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, field_validator
 
+from ..quantities import MAX_SIZE, Size
 from .strict import Strict
-from .units import MAX_SIZE, Size
 
 MAX_SIZES = 20  # a sweep of more sizes is a day of pairs; split it into two sweeps
 MAX_PAIRS = 20

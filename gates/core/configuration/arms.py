@@ -22,8 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from ..quantities import Duration, Size
 from .strict import Strict
-from .units import Duration, Size
 
 ARM_NAMES = ("baseline", "candidate", "recompute", "control")
 # {gpu_cache} and {cpu_tier}: the arm's keys in bytes ({cpu_tier} 0 when it has none), so a

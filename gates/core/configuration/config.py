@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import BaseModel, PlainSerializer, ValidationError
 from pydantic.fields import FieldInfo
 
+from ..quantities import WRITTEN
 from .cross_checks import KeyedError
 from .settings import Site
 from .site_checks import both_files_problems, context_problem
 from .thresholds import Thresholds, relaxations
-from .units import WRITTEN
 from .waves import wave_warnings
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..quantities import format_duration
 from .arms import validate_arms
 from .cross_checks import soak_problem
 from .settings import Site
 from .thresholds import Thresholds
-from .units import format_duration
 
 
 def context_problem(site: Site) -> str:

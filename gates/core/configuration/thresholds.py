@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, PositiveInt, field_validator, model_validator
 
+from ..quantities import Duration, Percent, Rate, format_duration
+from ..statistics import looks_problem
 from .cross_checks import KeyedError, soak_problem
-from .paired import looks_problem
 from .strict import Strict
-from .units import Duration, Percent, Rate, format_duration
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, NonNegativeInt, PositiveInt, field_validator
 
+from ..quantities import MAX_SIZE, Duration, Rate, Size
 from .strict import Strict
-from .units import MAX_SIZE, Duration, Rate, Size
 
 # G4's fio write-then-verify pass writes blocks of this size (gates.soak.fio_verify's default),
 # and fio refuses a file smaller than its block.

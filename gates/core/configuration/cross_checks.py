@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .steady import ROUNDS
-from .units import format_duration
+from ..quantities import format_duration
+from ..statistics import ROUNDS
 
 
 class KeyedError(ValueError):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .stats import CvInterval, cv_interval
+from ..statistics import CvInterval, cv_interval
 from .thresholds import G2Limits
 
 State = Literal["pass", "fail", "undecided"]

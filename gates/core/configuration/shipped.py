@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[3]
 SHIPPED = ("suites", "fixtures", "catalog", "site.toml", "thresholds.toml", "checklist.toml")
 
 
