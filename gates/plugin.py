@@ -16,6 +16,7 @@ import pytest
 
 from .core.configuration import ConfigError, shipped
 from .core.verdicts import GATE_TITLES, GATES, INCOMPLETE, Measurement, Outcome
+from .engines import EngineRun
 from .model import SHIPPED_CATALOG
 from .options import RunConfig, RunOptions, add_run_options
 from .report import format_value, write_summary
@@ -40,8 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class PresetRun:
     """A run whose options, configuration and gates `kvgate run` already resolved (plugin)."""
 
-    def __init__(self, options: RunOptions, config: RunConfig, gates: list[str] | None = None):
-        self.options, self.config, self.gates = options, config, gates
+    def __init__(self, options: RunOptions, config: RunConfig, gates: list[str] | None = None,
+                 engine: EngineRun | None = None):
+        self.options, self.config, self.gates, self.engine = options, config, gates, engine
 
 
 class Checks:
@@ -129,7 +131,8 @@ def gate_session(config: pytest.Config) -> GateSession:
                        if isinstance(p, PresetRun)), None)
         options = preset.options if preset else RunOptions.from_namespace(config.option)
         try:
-            session = GateSession.open(options, preset.config if preset else None)
+            session = GateSession.open(options, *((preset.config, preset.engine) if preset
+                                                  else ()))
         except ConfigError as exc:
             pytest.exit(f"configuration error: {exc}", returncode=2)
         except TargetBusy as exc:  # its own line says who holds the target and what to do

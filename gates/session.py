@@ -26,7 +26,7 @@ from .core.verdicts import (
     UpstreamRef,
     upstream_gate,
 )
-from .engines import EngineRun, choose_engine
+from .engines import EngineRun, run_engine
 from .options import RunConfig, RunOptions
 from .report import ReportContext, Signer, arm_row, configured_signer, retest_rows, write_reports
 from .storage import TargetLock, lock_target
@@ -79,7 +79,7 @@ class GateSession:
     facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
     finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
     charts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # gate: (title, svg)
-    engine_run: EngineRun | None = None  # chosen on first use by engine()
+    engine_run: EngineRun | None = None  # chosen once, in open()
     # gate: arm: (what its server said it is, whether it is kvgate's simulator)
     served: dict[str, dict[str, tuple[str, bool]]] = field(default_factory=dict)
     tables: dict[str, dict[str, Table]] = field(default_factory=dict)  # gate: title: table
@@ -88,9 +88,12 @@ class GateSession:
     target_lock: TargetLock | None = None  # held from open() until finish()
 
     @classmethod
-    def open(cls, options: RunOptions, config: RunConfig | None = None) -> GateSession:
-        """Open the store and register the run; the configuration is loaded unless handed in."""
+    def open(cls, options: RunOptions, config: RunConfig | None = None,
+             engine: EngineRun | None = None) -> GateSession:
+        """Open the store and register the run; the configuration is loaded and the engine
+        chosen unless handed in (`kvgate run` chose it to say so first)."""
         config = config or RunConfig.load(options)
+        engine = engine or run_engine(config)  # an engine asked for and missing stops it here
         signer = configured_signer()  # a bad $KVGATE_SIGNING_KEY stops the run before it starts
         if problem := options.checklist_id and unknown_checklist(options.out, options.checklist_id):
             raise ValueError(problem)  # `pytest -m g1 --checklist-id X` too, not only kvgate run
@@ -98,7 +101,9 @@ class GateSession:
         # One run at a time on a target, for the run's whole length (TargetBusy says who has it).
         lock = lock_target(config.site.target, run_id, utc_now(), config.site.fio.binary)
         try:
-            return cls._registered(options, config, run_id, signer, lock)
+            session = cls._registered(options, config, run_id, signer, lock)
+            session.engine_run = engine
+            return session
         except BaseException:  # no store, or no run registered (a full disk, a run id taken)
             if lock:
                 lock.release()
@@ -205,10 +210,8 @@ class GateSession:
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix()
 
     def engine(self) -> EngineRun:
-        """The engine G2/G3 measure, chosen once per run ([engine] prefer, if installed)."""
-        if self.engine_run is None:
-            self.engine_run = choose_engine(self.site.engine, self.site.arms,
-                                            self.site.target.directory)
+        """The engine G2/G3 measure, chosen once when the run opened (gates.engines.run_engine)."""
+        assert self.engine_run is not None, "GateSession.open chooses the engine"
         return self.engine_run
 
     def arms(self, gate: str) -> dict[str, Arm]:

@@ -193,8 +193,12 @@ def test_one_repetition_is_refused(tmp_path, capsys):
             "coefficient of variation")
 
 
+# The llama.cpp checks hold for a site that prefers it (the shipped file prefers none, #47).
+LLAMACPP = ('prefer = ""', 'prefer = "llamacpp"')
+
+
 def test_fewer_slots_than_a_g2_level_is_refused(tmp_path, capsys):
-    code, err, site, th = check(tmp_path, capsys, site=[("slots = 16 ", "slots = 8 ")])
+    code, err, site, th = check(tmp_path, capsys, site=[LLAMACPP, ("slots = 16 ", "slots = 8 ")])
     refused(code, err, site, "key 'engine.slots'", "8", "[g2] concurrency",
             "16", "slots = 16")
 
@@ -202,7 +206,7 @@ def test_fewer_slots_than_a_g2_level_is_refused(tmp_path, capsys):
 def test_a_llamacpp_slot_shorter_than_a_probe_is_warned(tmp_path, capsys):
     # A warning: whether a slot may use more than its share of the server's context (llama.cpp
     # 's unified KV cache) depends on the build.
-    paths = check(tmp_path, capsys)[2:]
+    paths = check(tmp_path, capsys, site=[LLAMACPP])[2:]
     text = edited(paths[0].read_text(), "slot_tokens = 2048 ", "slot_tokens = 1000 ",
                   where="site.toml")
     paths[0].write_text(text)

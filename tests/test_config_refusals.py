@@ -137,9 +137,11 @@ def test_concurrency_above_the_probe_requests_is_refused(tmp_path, repo, capsys)
 
 
 def test_the_engines_own_workload_bounds_concurrency_too(tmp_path, repo, capsys):
-    # With [engine] prefer set, G2 runs the engine's workload when it is installed.
-    code, err, site, th = config_check(tmp_path, repo, capsys, site=(
-        "workload = { contexts = 24,", "workload = { contexts = 4,"))
+    # With [engine] prefer set, G2 runs the engine's workload when it is installed (the shipped
+    # file prefers none since #47: the site's prefer is set here).
+    code, err, site, th = check(tmp_path, capsys, site=[
+        ('prefer = ""', 'prefer = "llamacpp"'),
+        ("workload = { contexts = 24,", "workload = { contexts = 4,")])
     refused(code, err, th, "key 'g2.concurrency[0]'", "key 'g2.concurrency[1]'",
             f"{site} gives only 4 probe requests",
             '(contexts of the workload [engine] prefer = "llamacpp" runs = 4)',

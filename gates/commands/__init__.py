@@ -1,5 +1,5 @@
-"""The CLI verbs other than `run`: model, loadgen, engine, bundle, compare, inventory, proof,
-key, verify, waive."""
+"""The CLI verbs other than `run`: config check, model, loadgen, engine, bundle, compare,
+inventory, proof, key, verify, waive."""
 
 from .bundle import (
     add_bundle_commands,
@@ -8,6 +8,10 @@ from .bundle import (
 from .compare import (
     add_compare_commands,
     compare_command,
+)
+from .configcheck import (
+    config_check,
+    say_embedded,
 )
 from .engine import (
     add_engine_commands,
@@ -54,12 +58,14 @@ __all__ = [
     "add_waive_commands",
     "bundle_command",
     "compare_command",
+    "config_check",
     "engine_command",
     "inventory_command",
     "key_command",
     "loadgen",
     "model_command",
     "proof_command",
+    "say_embedded",
     "sim_serve",
     "verify_command",
     "waive_command",

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..core.configuration import Arm, EngineChoice, Site
+from ..core.configuration import Arm, ConfigError, EngineChoice, Site
+from ..options import RunConfig
 from .llamacpp import LlamaCppInstall, find_install
 from .vllm import CANDIDATE_DIR as VLLM_DIR
 from .vllm import VllmInstall, find_vllm, site_connector_problems, vllm_arms, workload_fit
@@ -34,6 +35,14 @@ class EngineRun(BaseModel):
     kv_bytes_per_token: int | None = None
     install: LlamaCppInstall | VllmInstall | None = None
     tool: str = ""  # the tool-versions key the install is named under
+    missing: str = ""  # the preferred engine that is not installed, and how to install it
+    why: str = ""  # what chose it: "--engine llamacpp", or the site file's [engine] prefer
+
+    def headline(self) -> str:
+        """The run's first line: which engine G2/G3 measure, why, and the word for another."""
+        other = "" if self.real else (
+            "; a real engine: --engine llamacpp or --engine vllm (make demo ENGINE=llamacpp)")
+        return f"G2/G3 measure: {self.engine} (chosen by {self.why}){other}"
 
 
 def server_command(install: LlamaCppInstall, choice: EngineChoice, tier: bool) -> list[str]:
@@ -70,9 +79,8 @@ def choose_engine(choice: EngineChoice, arms: dict[str, Arm], target: Path,
         return EngineRun(arms=arms, workload={}, engine=_describe(arms), real=False)
     install = find_install(choice.version, root)
     if install is None:
-        return EngineRun(arms=arms, workload={}, real=False, engine=(
-            f"{_describe(arms)}: llama.cpp {choice.version} is not installed "
-            f"(run `{INSTALL_HINT}` to measure a real engine)"))
+        return _missing(arms, f"llama.cpp {choice.version} is not installed (run "
+                        f"`{INSTALL_HINT}` to measure a real engine)")
     return EngineRun(arms=llamacpp_arms(install, choice, target), workload=choice.workload,
                      engine=f"{install.describe()}, tiny random-weight model (CPU); "
                      f"candidate KV restored from slot files in {target / CANDIDATE_DIR}",
@@ -84,15 +92,28 @@ def _vllm_run(choice: EngineChoice, arms: dict[str, Arm], target: Path,
               root: Path | None) -> EngineRun:
     install = find_vllm(choice.vllm.version, root)
     if install is None:
-        return EngineRun(arms=arms, workload={}, real=False, engine=(
-            f"{_describe(arms)}: vLLM {choice.vllm.version} is not installed (run `kvgate "
-            "engine install vllm` to measure a real vLLM)"))
+        return _missing(arms, f"vLLM {choice.vllm.version} is not installed (run `kvgate engine "
+                        "install vllm` to measure a real vLLM)")
     mode = "torch.compile" if choice.vllm.compile else "eager (--enforce-eager)"
     return EngineRun(
         arms=vllm_arms(install, choice.vllm, target), workload=choice.vllm.workload, real=True,
         engine=f"{install.describe()}, tiny random-weight Llama (CPU, {mode}); candidate KV "
         f"loaded by ExampleConnector from files in {target / VLLM_DIR}",
         kv_bytes_per_token=install.shape.kv_bytes_per_token, install=install, tool="vLLM")
+
+
+def run_engine(config: RunConfig, root: Path | None = None) -> EngineRun:
+    """The engine G2/G3 measure, chosen once per run: --engine when given (RunConfig wrote it
+    into [engine] prefer), else the site's own choice. A real engine asked for by name that is
+    not installed stops the run: falling back would measure something else than was asked."""
+    site, asked = config.site, config.engine_asked
+    run = choose_engine(site.engine, site.arms, site.target.directory, root)
+    if asked and run.missing:
+        raise ConfigError(f"--engine {asked}", [
+            f"{run.missing}; or leave --engine out to measure the site's [arms]"])
+    why = f"--engine {asked}" if asked else \
+        f'{config.site_file.path} [engine] prefer = "{site.engine.prefer}"'
+    return run.model_copy(update={"why": why})
 
 
 def engine_problems(site: Site, run: EngineRun) -> list[str]:
@@ -102,6 +123,11 @@ def engine_problems(site: Site, run: EngineRun) -> list[str]:
         return site_connector_problems(run.arms, workload)
     return [f"[engine.vllm] workload: {p}" for p in workload_fit(
         workload, site.engine.vllm, run.install.shape, site.target.directory)]
+
+
+def _missing(arms: dict[str, Arm], missing: str) -> EngineRun:
+    return EngineRun(arms=arms, workload={}, real=False, missing=missing,
+                     engine=f"{_describe(arms)}: {missing}")
 
 
 def _describe(arms: dict[str, Arm]) -> str:

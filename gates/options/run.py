@@ -7,6 +7,7 @@ the gate session, whether the run started from the CLI or from `pytest -m gate`.
 
 from __future__ import annotations
 
+from argparse import ArgumentTypeError
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -33,6 +34,7 @@ class RunOptions:
     sweep_resume: str = ""  # the run id of a working-set sweep to continue (kvgate sweep)
     soak_metrics_port: int | None = None  # Prometheus endpoint on loopback while soaking
     checklist_id: str = ""  # the `kvgate checklist` run whose answers the reports carry
+    engine: str = ""  # --engine: replaces the site's [engine] prefer ("" = as the site says)
 
     @classmethod
     def from_namespace(cls, namespace: object) -> RunOptions:
@@ -56,6 +58,20 @@ class Option:
         return self.flag.removeprefix("--").replace("-", "_")
 
 
+# --engine's words: "arms" = the site's [arms] as written (the embedded default's: kvgate's
+# simulator); the others are the real engines `kvgate engine install` puts in place.
+ENGINE_WORDS = {"arms": "", "llamacpp": "llamacpp", "vllm": "vllm"}
+
+
+def engine_word(text: str) -> str:
+    """--engine's value: one of ENGINE_WORDS, refused naming them ("": the site's choice,
+    the default argparse also passes through here)."""
+    if text and text not in ENGINE_WORDS:
+        raise ArgumentTypeError(f"{text!r} is not an engine kvgate measures: write "
+                                f"{', '.join(list(ENGINE_WORDS)[:-1])} or {list(ENGINE_WORDS)[-1]}")
+    return text
+
+
 RUN_OPTIONS = (
     Option("--site", "site file (default: ./site.toml)", input_file),
     Option("--thresholds", "limits file (default: ./thresholds.toml)", input_file),
@@ -75,6 +91,10 @@ RUN_OPTIONS = (
            metavar="ID"),
     Option("--soak-resume", "continue the G4 soak of RUN_ID from its last committed window",
            run_id, "RUN_ID"),
+    Option("--engine", "what G2/G3 measure: llamacpp or vllm (a real engine, installed by "
+           "`kvgate engine install`), or arms (the site's [arms] as written: the embedded "
+           "default's are kvgate's simulator); default: the site's [engine] prefer",
+           engine_word, "ENGINE"),
 )
 DEFAULTS = RunOptions()
 
@@ -118,6 +138,7 @@ class RunConfig:
     thresholds_file: LoadedFile
 
     embedded: list[str] = field(default_factory=list)  # files taken from kvgate's own copy
+    engine_asked: str = ""  # the --engine word, already written into site.engine.prefer
 
     @classmethod
     def load(cls, options: RunOptions) -> RunConfig:
@@ -138,7 +159,10 @@ class RunConfig:
             embedded.append(str(th_path))
         # The site's limits profile and the checks that need both files (G2's concurrency
         # against the workload's probe requests) are refused here, before anything runs.
-        return cls(*load_config(site_path, th_path, base), embedded)
+        site, site_file, thresholds, th_file = load_config(site_path, th_path, base)
+        if options.engine:  # the one place the word replaces the site's choice
+            site.engine.prefer = ENGINE_WORDS[options.engine]
+        return cls(site, site_file, thresholds, th_file, embedded, options.engine)
 
 
 def _embedded_default(path: Path, default: Path) -> bool:
