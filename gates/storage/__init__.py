@@ -1,19 +1,20 @@
 """Storage instruments and G1: fio (jobs, runner, parser), target safety and lock, block
 devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
 
-from . import g1, g1config
+from . import g1, g1config, g1hosts, g1shared
 from .blockdev import ParseError, as_int, json_document
 from .collector import Collector, Found, install_hint
 from .devref import DeviceReader
 from .fio import FioParseError, combine, parse_fio_json
+from .fiohosts import HostProbe, keep_host_outputs, probe_hosts
 from .fiorun import fio_version, run_step
 from .g1 import StepOutcome
-from .g1charts import g1_charts
+from .g1charts import g1_charts, shared_charts
 from .inventory import Inventory, collect
-from .jobs import bytes_needed, files_written, g1_steps, job_value
+from .jobs import bytes_needed, files_written, g1_steps, job_value, shared_steps
 from .lock import TargetBusy, TargetLock, lock_target
 from .nvme import parse_list_subsys, parse_smart_log
-from .progress import step_progress
+from .progress import look_progress, step_progress
 from .runner import CommandRunner, SubprocessRunner, ToolMissing
 from .target import TargetError, check_directory, foreign_filesystem, resolve_target, watched_device
 
@@ -23,6 +24,7 @@ __all__ = [
     "DeviceReader",
     "FioParseError",
     "Found",
+    "HostProbe",
     "Inventory",
     "ParseError",
     "StepOutcome",
@@ -43,15 +45,22 @@ __all__ = [
     "g1_charts",
     "g1_steps",
     "g1config",
+    "g1hosts",
+    "g1shared",
     "install_hint",
     "job_value",
     "json_document",
+    "keep_host_outputs",
     "lock_target",
+    "look_progress",
     "parse_fio_json",
     "parse_list_subsys",
     "parse_smart_log",
+    "probe_hosts",
     "resolve_target",
     "run_step",
+    "shared_charts",
+    "shared_steps",
     "step_progress",
     "watched_device",
 ]
