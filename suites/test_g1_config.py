@@ -1,6 +1,7 @@
 """G1 arrival acceptance: is the delivered array configured as ordered?
 
-RAID, XFS alignment, mounts, capacity, NVMe and NVMe-oF, NIC and RoCE. One test per check; each
+RAID, XFS alignment, mounts, capacity, NVMe and NVMe-oF, NIC and RoCE, GPUDirect Storage, and the
+engine's own KV I/O on the target. One test per check; each
 records Measurements through `check`. A check that does not apply to the site (site.toml
 [topology]) is NOT APPLICABLE with the reason; a fact that could not be collected is ERROR.
 """
@@ -103,3 +104,22 @@ def test_rdma_ports_active(g1_inventory, kvgate, check):
 
 def test_roce_v2(g1_inventory, kvgate, check):
     check(g1c.roce_v2(g1_inventory, kvgate.site))
+
+
+def test_gds_platform(g1_inventory, kvgate, check):
+    check(g1c.gds_platform(g1_inventory, kvgate.site))
+
+
+def test_gds_configuration(g1_inventory, kvgate, check):
+    # cuFile's silent POSIX fallbacks move the KV, only not GPU-direct: deviations to acknowledge.
+    for text in g1c.gds_deviations(g1_inventory, kvgate.site):
+        kvgate.deviate("g1", text)
+    check(g1c.gds_configuration(g1_inventory, kvgate.site))
+
+
+def test_gds_path(g1_inventory, kvgate, check):
+    check(g1c.gds_path(g1_inventory, kvgate.site))
+
+
+def test_gds_limits(g1_inventory, kvgate, check):
+    check(g1c.gds_limits(g1_inventory, kvgate.site))

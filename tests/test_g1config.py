@@ -70,9 +70,13 @@ def by_name(measurements):
 
 def test_an_array_built_as_ordered_passes_every_check():
     results = g1c.all_checks(healthy(), site(**ORDER), LIMITS)
-    # 14 array-wide checks, 4 SMART checks × 4 drives, speed and MTU of one NIC, RDMA, RoCE.
-    assert len(results) == 34
-    failed = [(m.name, m.outcome, m.note) for m in results if m.outcome is not Outcome.PASS]
+    # 14 array-wide checks, 4 SMART checks × 4 drives, speed and MTU of one NIC, RDMA, RoCE,
+    # and 4 GPUDirect Storage checks, NOT APPLICABLE: the order declares no GDS.
+    assert len(results) == 38
+    gds = [m for m in results if m.name.startswith("GPUDirect Storage")]
+    assert len(gds) == 4 and {m.outcome for m in gds} == {Outcome.NOT_APPLICABLE}
+    failed = [(m.name, m.outcome, m.note) for m in results if m.outcome is not Outcome.PASS
+              and m not in gds]
     assert not failed
     named = by_name(results)
     assert named["XFS stripe unit = RAID chunk"].value == 512
@@ -234,7 +238,11 @@ def test_uncollected_facts_are_errors_and_skipped_ones_not_applicable():
                     namespaces=missing, subsystems=missing, nics=missing, rdma=missing,
                     gids=missing)
     outcomes = {m.name: m.outcome for m in g1c.all_checks(inv, site(**ORDER), LIMITS)}
-    assert set(outcomes.values()) == {Outcome.ERROR}
+    # The GDS checks do not apply to an order without GDS, collected or not.
+    assert {o for n, o in outcomes.items() if n.startswith("GPUDirect Storage")} == {
+        Outcome.NOT_APPLICABLE}
+    assert {o for n, o in outcomes.items() if not n.startswith("GPUDirect Storage")} == {
+        Outcome.ERROR}
     skipped = Found(skipped="does not apply")
     inv = Inventory(target="/", raid=skipped, xfs=skipped, mount=skipped, block=skipped,
                     namespaces=skipped, subsystems=skipped, nics=skipped, rdma=skipped,

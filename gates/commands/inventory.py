@@ -39,10 +39,33 @@ def inventory_command(site_path: Path, as_json: bool) -> int:
         facts.add_column(column)
     for name in ("mount", "block", "xfs", "raid", "namespaces", "subsystems", "nics", "rdma",
                  "gids"):
-        found: Found = getattr(inv, name)
-        status = ("[red]ERROR[/] " + escape(found.error) if found.error else
-                  "[dim]NOT APPLICABLE[/] " + escape(found.skipped) if found.skipped
-                  else "[green]ok[/]")
-        facts.add_row(name, status)
+        facts.add_row(name, _status(getattr(inv, name)))
+    gds = inv.gds
+    facts.add_row("gpus", escape(", ".join(gds.gpus) or "none (no /proc/driver/nvidia/gpus)"))
+    for name, found in (("gdscheck -p", gds.platform), ("cufile.json", gds.cufile),
+                        ("gdsio + nvidia-fs stats", gds.path)):
+        facts.add_row(name, _status(found) + _gds_detail(found))
     console.print(facts)
     return 0
+
+
+def _status(found: Found) -> str:
+    return ("[red]ERROR[/] " + escape(found.error) if found.error else
+            "[dim]NOT APPLICABLE[/] " + escape(found.skipped) if found.skipped
+            else "[green]ok[/]")
+
+
+def _gds_detail(found: Found) -> str:
+    """What a GDS fact says, beside its status: versions, compat mode, the transfer type."""
+    value = found.value
+    if value is None:
+        return ""
+    if hasattr(value, "drivers"):
+        supported = [n for n, v in value.drivers.items() if v == "Supported"]
+        return escape(f": GDS {value.release}, nvidia_fs {value.nvidia_fs or 'absent'}, "
+                      f"Supported {', '.join(supported) or 'none'}, IOMMU {value.iommu or '?'}, "
+                      f"verified {str(value.verified).lower()}")
+    if hasattr(value, "allow_compat_mode"):
+        return escape(f": {value.path}, allow_compat_mode {str(value.allow_compat_mode).lower()}"
+                      f", force_compat_mode {str(value.force_compat_mode).lower()}")
+    return escape(": " + ", ".join(f"{r.io_type} {r.xfer_type}" for r in value.runs))

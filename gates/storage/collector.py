@@ -19,11 +19,15 @@ from .runner import CommandRunner, ToolMissing
 T = TypeVar("T")
 TIMEOUT = 30.0
 
+GDS_TOOLS = ("gds-tools (NVIDIA's CUDA repository: apt-get install gds-tools-12-8, dnf install "
+             "gds-tools-12-8, or nvidia-gds for the driver too)")
 # The package that carries each tool, named when the tool is missing.
 PACKAGES = {
     "mdadm": "mdadm", "nvme": "nvme-cli", "rdma": "iproute2 (Debian: apt-get install iproute2; "
     "RHEL: dnf install iproute)", "xfs_info": "xfsprogs", "findmnt": "util-linux",
-    "lsblk": "util-linux", "dmesg": "util-linux",
+    "lsblk": "util-linux", "dmesg": "util-linux", "ip": "iproute2",
+    # gds-tools puts both in /usr/local/cuda/gds/tools (NVIDIA GDS Installation Guide).
+    "gdscheck": GDS_TOOLS, "gdsio": GDS_TOOLS,
 }
 
 

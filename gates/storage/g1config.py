@@ -12,7 +12,7 @@ from ..core.configuration import G1Limits, Site
 from ..core.verdicts import Measurement
 from .g1checks import UNHEALTHY_STATE as UNHEALTHY_STATE
 from .g1checks import expected_geometry as expected_geometry
-from .g1checks import fs, judge, net, nvme, raid
+from .g1checks import fs, gds, judge, net, nvme, raid
 from .inventory import Inventory
 
 # ---- RAID --------------------------------------------------------------------------------
@@ -133,6 +133,33 @@ def roce_v2(inv: Inventory, site: Site) -> Measurement:
     return judge(net.ROCE_V2, inv, site)
 
 
+# ---- GPUDirect Storage ------------------------------------------------------------------
+
+def gds_platform(inv: Inventory, site: Site) -> Measurement:
+    """`gdscheck -p`: nvidia-fs loaded, the site's driver line Supported, the platform verified."""
+    return judge(gds.PLATFORM, inv, site)
+
+
+def gds_configuration(inv: Inventory, site: Site) -> Measurement:
+    """cufile.json: no forced compat mode, P2PDMA on where declared, RDMA client addresses."""
+    return judge(gds.CONFIGURATION, inv, site)
+
+
+def gds_path(inv: Inventory, site: Site) -> Measurement:
+    """A short gdsio run on the target went GPU-direct: nvidia-fs's counters moved."""
+    return judge(gds.PATH, inv, site)
+
+
+def gds_limits(inv: Inventory, site: Site) -> Measurement:
+    """The documented GDS limits the site runs into (P2PDMA on md RAID, overlayfs, ...)."""
+    return judge(gds.LIMITS, inv, site)
+
+
+def gds_deviations(inv: Inventory, site: Site) -> list[str]:
+    """cuFile's silent POSIX fallbacks, for the site to acknowledge (G1 deviations)."""
+    return gds.deviations(inv, site)
+
+
 def all_checks(inv: Inventory, site: Site, limits: G1Limits) -> list[Measurement]:
     """Every configuration check, in report order (for `kvgate inventory` and tests)."""
     return [raid_level(inv, site), raid_members(inv, site), raid_state(inv, site),
@@ -143,4 +170,5 @@ def all_checks(inv: Inventory, site: Site, limits: G1Limits) -> list[Measurement
             *smart_critical_warning(inv, limits), *smart_media_errors(inv, limits),
             *smart_percent_used(inv, limits), *smart_temperature(inv, limits),
             *link_speed(inv, site), *mtu(inv, site), rdma_ports_active(inv, site),
-            roce_v2(inv, site)]
+            roce_v2(inv, site), gds_platform(inv, site), gds_configuration(inv, site),
+            gds_path(inv, site), gds_limits(inv, site)]

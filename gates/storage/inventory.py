@@ -15,6 +15,7 @@ from ..core.configuration import Site, Topology
 from ..core.verdicts import DutItem
 from .blockdev import LSBLK_COLUMNS, BlockDevice, Mount, ParseError, parse_findmnt, parse_lsblk
 from .collector import VERSION_ARGV, Collector, Found
+from .gds_probe import GdsFacts, collect_gds
 from .net import GidEntry, NicState, RdmaLink, parse_rdma_links
 from .nvme import (
     Controller,
@@ -46,6 +47,7 @@ class Inventory(BaseModel):
     nics: Found[list[NicState]] = Found()
     rdma: Found[list[RdmaLink]] = Found()
     gids: Found[list[GidEntry]] = Found()
+    gds: GdsFacts = GdsFacts()
     tool_versions: dict[str, str] = Field(default_factory=dict)
 
     def dut(self) -> list[DutItem]:
@@ -162,6 +164,7 @@ def collect(site: Site, c: Collector) -> Inventory:
             inv.gids = collect_gids(c, inv.rdma.value)
         else:
             inv.gids = Found(error=f"no RDMA ports to read GIDs from: {inv.rdma.error}")
+    inv.gds = collect_gds(site, c, Path(target))
     inv.tool_versions = {tool: v for tool in sorted(c.used & VERSION_ARGV.keys())
                          if (v := c.version(tool, VERSION_ARGV[tool]))}
     return inv

@@ -145,6 +145,9 @@ class Topology(Strict):
 
     @field_validator("raid_level")
     @classmethod
+    gds: Literal["", "NVMe P2PDMA", "NVMe", "NVMeOF", "SCSI", "ScaleFlux CSD", "NVMesh", "NFS",
+                 "WekaFS", "DDN EXAScaler", "IBM Spectrum Scale", "BeeGFS", "ScaTeFS", "VIRTIOFS",
+                 "Userspace RDMA"] = ""  # GDS required: `gdscheck -p`'s driver line; "" = not
     def _known_level(cls, level: int | None) -> int | None:
         if level is not None and level not in (0, 1, 4, 5, 6, 10):
             raise ValueError("must be one of 0, 1, 4, 5, 6, 10 (md RAID levels)")

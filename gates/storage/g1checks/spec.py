@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, NamedTuple
 
 from ...core.configuration import G1Limits, Site
@@ -62,7 +63,7 @@ class CheckSpec:
     """One array-wide configuration check, declared rather than written out."""
 
     name: str  # the measurement name in reports: never change it
-    fact: str  # the Inventory field the check judges
+    fact: str  # the Inventory field the check judges (dotted: a field of a field)
     read: Callable[[Case], ReadResult]
     limit: Callable[[Any, G1Limits | None], Limit | None]
     want: Callable[[Inventory, Site, G1Limits | None], Any] = _nothing
@@ -119,7 +120,7 @@ def _unset(want: Any) -> bool:
 def judge(spec: CheckSpec, inv: Inventory, site: Site,
           limits: G1Limits | None = None) -> Measurement:
     """The spec's Measurement for this inventory, site and thresholds."""
-    found = getattr(inv, spec.fact)
+    found = reduce(getattr, spec.fact.split("."), inv)  # "gds.platform": a nested fact
     want = spec.want(inv, site, limits)
     if spec.unset and _unset(want) and (spec.site_first or not found.skipped):
         reason = spec.unset if isinstance(spec.unset, str) else spec.unset(inv)
