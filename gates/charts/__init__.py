@@ -11,17 +11,21 @@ from .charts import (
     time_series,
     ttft_cdf,
 )
+from .hosts import ClientsPoint, neighbour_comparison, scaling_curve
 from .workingset import GainBand, WorkingSetPoint, working_set_chart
 
 __all__ = [
     "Bar",
+    "ClientsPoint",
     "GainBand",
     "LatencyCurve",
     "SweepPoint",
     "WorkingSetPoint",
     "bandwidth_vs_ceiling",
     "latency_percentiles",
+    "neighbour_comparison",
     "queue_depth_sweep",
+    "scaling_curve",
     "throughput_by_concurrency",
     "time_series",
     "ttft_cdf",

@@ -1,17 +1,17 @@
 """Storage instruments and G1: fio (jobs, runner, parser), target safety and lock, block
 devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
 
-from . import g1, g1config, g1hosts, g1shared
+from . import fiohosts, g1, g1config, g1hosts, g1shared
 from .blockdev import ParseError, as_int, json_document
 from .collector import Collector, Found, install_hint
 from .devref import DeviceReader
 from .fio import FioParseError, combine, parse_fio_json
-from .fiohosts import HostProbe, keep_host_outputs, probe_hosts
 from .fiorun import fio_version, run_step
 from .g1 import StepOutcome
-from .g1charts import g1_charts, shared_charts
+from .g1charts import g1_charts
 from .inventory import Inventory, collect
-from .jobs import bytes_needed, files_written, g1_steps, job_value, shared_steps
+from .kvio_run import engine_kv_io
+from .jobs import bytes_needed, files_written, g1_steps, job_value
 from .lock import TargetBusy, TargetLock, lock_target
 from .nvme import parse_list_subsys, parse_smart_log
 from .progress import look_progress, step_progress
@@ -24,7 +24,6 @@ __all__ = [
     "DeviceReader",
     "FioParseError",
     "Found",
-    "HostProbe",
     "Inventory",
     "ParseError",
     "StepOutcome",
@@ -40,6 +39,7 @@ __all__ = [
     "combine",
     "files_written",
     "fio_version",
+    "fiohosts",
     "foreign_filesystem",
     "g1",
     "g1_charts",
@@ -47,20 +47,17 @@ __all__ = [
     "g1config",
     "g1hosts",
     "g1shared",
+    "engine_kv_io",
     "install_hint",
     "job_value",
     "json_document",
-    "keep_host_outputs",
     "lock_target",
     "look_progress",
     "parse_fio_json",
     "parse_list_subsys",
     "parse_smart_log",
-    "probe_hosts",
     "resolve_target",
     "run_step",
-    "shared_charts",
-    "shared_steps",
     "step_progress",
     "watched_device",
 ]

@@ -70,19 +70,51 @@ def client_address(host: str, port: int) -> str:
     return f"{host},{port}"
 
 
-def client_args(fio: FioSettings, jobfile: Path) -> list[str]:
-    """Arguments for fio's client/server mode: ``--client=HOST,PORT JOBFILE`` per host."""
+def client_args(fio: FioSettings, jobfile: Path, hosts: list[str] | None = None) -> list[str]:
+    """Arguments for fio's client/server mode: ``--client=HOST,PORT JOBFILE`` per host (the
+    step's hosts, else every [fio] host)."""
     args: list[str] = []
-    for host in fio.hosts:
+    for host in fio.hosts if hosts is None else hosts:
         args += [f"--client={client_address(host, fio.server_port)}", str(jobfile)]
     return args
 
 
-def _missing_hosts(report: FioReport, fio: FioSettings) -> str:
+def step_hosts(step: FioStep, fio: FioSettings) -> list[str]:
+    """Every host a step runs on: its readers (all [fio] hosts unless it names some) and its
+    neighbour's."""
+    return [*(fio.hosts if step.hosts is None else step.hosts), *step.neighbour_hosts]
+
+
+def _missing_hosts(report: FioReport, hosts: list[str], output: str) -> str:
     """Which --client hosts sent no results: their figures would silently be left out."""
     reported = set(report.hosts())
-    missing = [h for h in fio.hosts if host_name(h) not in reported]
-    return f"no results from fio server(s) {', '.join(missing)}" if missing else ""
+    missing = [h for h in hosts if host_name(h) not in reported]
+    if not missing:
+        return ""
+    # fio 3.33 client.c remove_client prints "client: host=%s disconnected" when one drops.
+    said = [line.strip() for line in output.splitlines() if "disconnected" in line
+            and any(f"host={host_name(h)} " in line + " " for h in missing)]
+    return f"no results from fio server(s) {', '.join(missing)}" + (
+        f" (fio: {' | '.join(said)}); the other hosts' results are kept in the evidence"
+        if said else "")
+
+
+def _job_args(step: FioStep, fio: FioSettings, jobfile: Path, evidence_dir: Path,
+              directory: str) -> list[str] | str:
+    """fio's job arguments: the job file alone, or per client (the neighbour's hosts with
+    their own job file); a str is why the neighbour's job file could not be written."""
+    if not step_hosts(step, fio):
+        return [str(jobfile)]
+    args = client_args(fio, jobfile, step.hosts)
+    if step.neighbour_hosts:
+        other = evidence_dir / f"fio-{step.key}-neighbour.fio"
+        try:
+            other.write_text(render_jobfile(step.model_copy(update={"jobs": step.neighbour}),
+                                            directory, fio))
+        except JobFileError as exc:
+            return str(exc)
+        args += client_args(fio, other, step.neighbour_hosts)
+    return args
 
 
 def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Path | None,
@@ -106,7 +138,12 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
         return run
     run.evidence.append(jobfile)
     output.unlink(missing_ok=True)  # never read an older run's report as this one's
-    jobs = client_args(fio, jobfile) if fio.hosts else [str(jobfile)]
+    jobs = _job_args(step, fio, jobfile, evidence_dir, str(target) if target else "")
+    if isinstance(jobs, str):
+        run.error = jobs
+        return run
+    if step.neighbour_hosts:
+        run.evidence.append(evidence_dir / f"fio-{step.key}-neighbour.fio")
     argv = [fio.binary, "--output-format=json+", f"--output={output}", *jobs]
     before = device_bytes(watch) if watch else None
     try:
@@ -133,15 +170,17 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
                      "raise [fio] timeout if the array is slow to finish the job")
         return run
     try:
-        run.report = parse_fio_json(output.read_text(errors="replace") if output.exists()
-                                    else "")
+        text = output.read_text(errors="replace") if output.exists() else ""
+        run.report = parse_fio_json(text)
     except FioParseError as exc:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         run.error = f"fio exited {done.returncode}: {exc}" + (f" — {' | '.join(tail)}"
                                                                if tail else "")
         return run
     run.error = job_errors(run.report, step, done.stderr, str(target) if target else "") \
-        or _missing_hosts(run.report, fio)
+        or _missing_hosts(run.report, step_hosts(step, fio),
+                          # with --output, fio's client writes its own notes into that file
+                          f"{text.split(chr(10) + '{', 1)[0]}\n{done.stdout}\n{done.stderr}")
     if not run.error and done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-3:]
         run.error = f"fio exited {done.returncode}: {' | '.join(tail) or 'no message'}"

@@ -85,3 +85,4 @@ def g1_charts(outcomes: dict[str, StepOutcome], limits: G1Limits, ceilings: Ceil
         charts.append(("Queue-depth sweep: IOPS and p99 latency",
                        queue_depth_sweep(points, limits.randread_4k_iops_min)))
     return charts
+

@@ -8,6 +8,7 @@ from ..core.configuration import FioSettings
 
 READ_FILE = "kvgate-read.dat"
 WRITE_FILE = "kvgate-write.dat"
+NEIGHBOUR_FILE = "kvgate-neighbour.dat"
 # Options whose value is a path: fio splits them at ":" (several files), so colons are escaped.
 PATH_OPTIONS = ("directory", "filename")
 
@@ -43,6 +44,11 @@ class FioStep(BaseModel):
     jobs: list[JobSection]
     seconds: float  # expected wall time, for the progress bar's ETA
     direction: str = "read"
+    # Client/server mode: the [fio] hosts this step's jobs run on (None = all of them), and
+    # other hosts running other jobs at the same time (a neighbour's load), each in one fio run.
+    hosts: list[str] | None = None
+    neighbour: list[JobSection] = []
+    neighbour_hosts: list[str] = []
 
 
 def _ss(fio: FioSettings) -> dict[str, str]:
@@ -87,12 +93,59 @@ def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
                         "size": size, "stonewall": "1", **_timed(fio.qd_sweep_runtime)})
                     for qd in fio.qd_sweep]),
         FioStep(key="kvrestore", title="KV restore: random reads of KV-chunk blocks",
-                seconds=fio.runtime, jobs=[JobSection(name="kvrestore", options={
-                    "rw": "randread", "filename": read_file, "bs": str(fio.kv_block),
-                    "iodepth": str(fio.kv_iodepth), "numjobs": str(fio.kv_jobs),
-                    "group_reporting": "1", "size": size, **_timed(fio.runtime), **_ss(fio)})]),
+                seconds=fio.runtime, jobs=[kv_restore_job(fio, read_file, steady=True)]),
     ]
     return steps
+
+
+def kv_restore_job(fio: FioSettings, read_file: str, steady: bool = False) -> JobSection:
+    """The KV-restore read pattern: random reads of KV-chunk blocks, several jobs, one figure."""
+    return JobSection(name="kvrestore", options={
+        "rw": "randread", "filename": read_file, "bs": str(fio.kv_block),
+        "iodepth": str(fio.kv_iodepth), "numjobs": str(fio.kv_jobs), "group_reporting": "1",
+        "size": str(fio.file_size), **_timed(fio.runtime), **(_ss(fio) if steady else {})})
+
+
+def scaling_levels(hosts: int) -> list[int]:
+    """Client counts of the 1 -> N scaling curve: 1, 2, 4 ... below N, then N (N >= 2)."""
+    if hosts < 2:
+        return []
+    levels = [1]
+    while levels[-1] * 2 < hosts:
+        levels.append(levels[-1] * 2)
+    return [*levels, hosts]
+
+
+def scaling_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
+    """The KV-restore job from the first 1, 2, 4 ... N [fio] hosts at once, one step each."""
+    read_file = device or READ_FILE
+    return [FioStep(key=f"kvscale-{n}", title=f"KV restore from {n} of {len(fio.hosts)} hosts",
+                    seconds=fio.runtime, hosts=fio.hosts[:n],
+                    jobs=[kv_restore_job(fio, read_file)])
+            for n in scaling_levels(len(fio.hosts))]
+
+
+def neighbour_step(fio: FioSettings, device: str = "") -> FioStep | None:
+    """The first host restores KV while the second writes the declared load (sequential 1 MiB
+    writes at [fio] neighbour_write_rate) to the same array; None without two hosts and a rate.
+    """
+    if len(fio.hosts) < 2 or fio.neighbour_write_rate is None:
+        return None
+    write = device or NEIGHBOUR_FILE
+    return FioStep(key="kvneighbour", title="KV restore while a neighbour writes",
+                   seconds=fio.runtime, hosts=fio.hosts[:1], neighbour_hosts=fio.hosts[1:2],
+                   jobs=[kv_restore_job(fio, device or READ_FILE)],
+                   neighbour=[JobSection(name="neighbour", options={
+                       "rw": "write", "filename": write, "bs": "1m", "size": str(fio.file_size),
+                       "rate": f"{fio.neighbour_write_rate:.0f}", "iodepth": "1",
+                       **_timed(fio.runtime)})])
+
+
+def shared_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
+    """G1's steps for a shared array (two [fio] hosts or more): the scaling curve, then the
+    neighbour's load; none for one host or none."""
+    neighbour = neighbour_step(fio, device)
+    return [*scaling_steps(fio, device), *([neighbour] if neighbour else [])]
 
 
 def render_jobfile(step: FioStep, directory: str, fio: FioSettings) -> str:
@@ -120,5 +173,6 @@ def files_written(steps: list[FioStep]) -> set[str]:
 
 
 def bytes_needed(fio: FioSettings) -> int:
-    """Space the job set needs on the target: the read file and the write file."""
-    return 2 * fio.file_size
+    """Space the job set needs on the target: the read file and the write file (and the
+    neighbour's, when it writes)."""
+    return (3 if neighbour_step(fio) else 2) * fio.file_size

@@ -104,6 +104,9 @@ class FioSettings(Strict):
     steady_state: SteadyState = SteadyState()
     hosts: list[str] = []  # multi-host: fio --client=HOST for each; empty = this machine
     server_port: int = Field(default=8765, gt=0, lt=65536)
+    # With two hosts or more: the declared load a neighbour writes (sequential 1 MiB writes at
+    # this rate) while the first host restores KV; unset = that G1 step is not run (said so).
+    neighbour_write_rate: Rate | None = Field(default=None, gt=0)
 
     @field_validator("hosts")
     @classmethod
@@ -142,12 +145,12 @@ class Topology(Strict):
     interfaces: list[str] = []  # NICs that carry storage traffic, e.g. ["ens1f0np0"]
     mtu: PositiveInt | None = None  # minimum MTU on those NICs
     rdma_device: str = ""  # e.g. "mlx5_0"; "" = the RDMA devices of the interfaces
-
-    @field_validator("raid_level")
-    @classmethod
     gds: Literal["", "NVMe P2PDMA", "NVMe", "NVMeOF", "SCSI", "ScaleFlux CSD", "NVMesh", "NFS",
                  "WekaFS", "DDN EXAScaler", "IBM Spectrum Scale", "BeeGFS", "ScaTeFS", "VIRTIOFS",
                  "Userspace RDMA"] = ""  # GDS required: `gdscheck -p`'s driver line; "" = not
+
+    @field_validator("raid_level")
+    @classmethod
     def _known_level(cls, level: int | None) -> int | None:
         if level is not None and level not in (0, 1, 4, 5, 6, 10):
             raise ValueError("must be one of 0, 1, 4, 5, 6, 10 (md RAID levels)")

@@ -60,6 +60,13 @@ class G1Limits(Strict):
     steady_state_spread_max: Percent = 20.0
     steady_state_slope_max: Percent = 10.0
     steady_state_required: bool = True
+    # Several [fio] hosts (a shared array): the KV-restore aggregate of every host together
+    # (unset: reported, held against nothing), the straggler spread (fastest - slowest host,
+    # % of the fastest), and one host's restore rate under a neighbour's declared writes, as a %
+    # of its rate alone.
+    hosts_aggregate_bw_min: Rate | None = None
+    hosts_spread_max: Percent = 25.0
+    neighbour_restore_min: Percent = 70.0
     # Configuration checks (G1 arrival): new drives, the ordered capacity, healthy media.
     capacity_tolerance: Percent = 2.0
     # NVMe SMART Percentage Used is one byte; a drive reports 255 for 255 % and beyond.
