@@ -27,7 +27,7 @@ def test_config_check_prints_resolved_configuration(repo, capsys, monkeypatch):
     monkeypatch.chdir(repo)
     assert main(["config", "check"]) == 0
     out = capsys.readouterr().out
-    assert "revision 2026.12-7" in out and "limits profile 'demo'" in out
+    assert "revision 2026.12-8" in out and "limits profile 'demo'" in out
     assert '"seq_read_bw_min": "0.05 GB/s"' in out
 
 

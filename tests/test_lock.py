@@ -21,7 +21,7 @@ from gates.storage.lock import LOCK_FILE
 HOLDER = """
 import sys
 from pathlib import Path
-from gates.core import Target
+from gates.core.configuration import Target
 from gates.storage import lock_target
 lock = lock_target(Target(directory=Path(sys.argv[1]), create=True), sys.argv[2],
                    "2026-12-01T10:00:00Z")

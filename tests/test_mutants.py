@@ -40,8 +40,8 @@ def test_the_decision_rooms_are_all_under_mutation():
 
 
 def test_a_mutant_name_maps_to_its_module():
-    assert mutation.module_of("gates.core.verdict.xǁLimitǁat_least__mutmut_1") == \
-        "gates/core/verdict.py"
+    assert mutation.module_of("gates.core.verdicts.verdict.xǁLimitǁat_least__mutmut_1") == \
+        "gates/core/verdicts/verdict.py"
     assert mutation.module_of("gates.soak.rules.x_window_rule__mutmut_12") == "gates/soak/rules.py"
 
 

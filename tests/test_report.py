@@ -384,7 +384,7 @@ def test_print_css_paginates_with_report_id_and_page_x_of_y(reports):
 def test_header_names_report_revision_customer_site_procedure_and_dut(reports):
     header = {r[0]: r[1] for r in page(reports["g1"][1]).tables["identity"]}
     assert header["Report"].startswith("2026-11-30T091000Z/g1 · report revision 1")
-    assert "thresholds revision 2026.12-7" in header["Report"]
+    assert "thresholds revision 2026.12-8" in header["Report"]
     assert header["Customer"] == "Acme Inference GmbH"
     assert header["Site"] == "Acme FRA2 KV array"
     assert header["Location"] == "Frankfurt FRA2, hall 3, rack R14"

@@ -181,7 +181,7 @@ def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run
 SLEEPER = """
 import sys, time
 from pathlib import Path
-from gates.core import RequestRecord
+from gates.core.verdicts import RequestRecord
 from gates.soak import SoakPlan, SoakRunner
 from gates.store import Store
 
