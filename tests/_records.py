@@ -77,8 +77,15 @@ def _save(out: Path, record: GateRecord, file: str, reps: list[Repetition]) -> d
         path = store.run_dir(record.run_id) / "evidence" / file
         path.write_text(json.dumps([r.model_dump(mode="json") for r in reps], indent=1))
         record.evidence[f"evidence/{file}"] = store.add_evidence(record.run_id, path)
-        store.save_record(record)
+        write_record(store, record, store.save_record(record))
     return json.loads(record.canonical_json())
+
+
+def write_record(store: Store, record: GateRecord, digest: str) -> None:
+    """<run>/<gate>.json as a run writes it: what compare and verify check a cited record by."""
+    body = json.loads(record.canonical_json()) | {"decision_rule": "written by the test",
+                                                  "record_sha256": digest}
+    (store.run_dir(record.run_id) / f"{record.gate}.json").write_text(json.dumps(body) + "\n")
 
 
 def trusted_g2(out: Path, site: Path, thresholds: Path, read_limit: float,

@@ -13,6 +13,7 @@ import sys
 import pytest
 from _chain import SITE, add_gate
 from test_compare import chain, gains
+from test_verify import sign_records
 
 from gates.commands.compare import text_lines
 from gates.model import SHIPPED_CATALOG, load_catalog
@@ -53,6 +54,8 @@ def rewrite(path, edit):
 
 
 def test_a_signed_comparison_verifies_intact_by_its_signer(reports, signer):
+    for run_id in ("run-fast", "run-slow"):  # what it cites is verified with it (#45)
+        sign_records(reports / run_id, signer)
     files = written(reports, signer)
     assert sorted(p.name for p in files["json"].parent.iterdir()) == [
         "comparison.html", "comparison.json", "comparison.json.sig"]
@@ -138,8 +141,11 @@ def test_compare_writes_the_folder_verify_checks_it_and_bundle_packs_it(reports,
     folder = next(reports.glob("compare-*"))
     assert f"comparison: {folder / 'comparison.html'}" in done.stdout
     checked = run("verify", "--key", str(public), str(folder))
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "intact: comparison.json, comparison.html" in checked.stdout
+    # The comparison is signed, but the records it cites (tests/_chain.py) are not: verify
+    # re-verifies them with it (#45), so it is intact but UNSIGNED, naming those records.
+    assert checked.returncode == 4 and "ALTERED" not in checked.stdout, checked.stdout
+    unsigned = next(line for line in checked.stdout.splitlines() if line.startswith("UNSIGNED"))
+    assert "../run-fast/g3.json" in unsigned and "comparison.json" not in unsigned
     bundled = run("bundle", folder.name, "--out", str(reports))
     assert bundled.returncode == 0, bundled.stderr
     archive = reports / f"{folder.name}.bundle.tar.gz"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from _edits import edited, small_thresholds
 from _owndisk import own_disk
-from _records import trusted_g2, trusted_g3
+from _records import trusted_g2, trusted_g3, write_record
 from _timing import (
     G2_REPS,
     accept_unfair,
@@ -125,9 +125,10 @@ def passed_g1(out):
     """A passing G1 record for the e2e site in the store under out."""
     with Store(out) as store:
         store.begin_run("g1-fixture", "e2e site")
-        store.save_record(GateRecord(gate="g1", run_id="g1-fixture", site="e2e site",
-                                     started="t", measurements=[Measurement.measured(
-                                         "stand-in", 1.0, Limit.at_least(0.5))]))
+        record = GateRecord(gate="g1", run_id="g1-fixture", site="e2e site", started="t",
+                            measurements=[Measurement.measured("stand-in", 1.0,
+                                                               Limit.at_least(0.5))])
+        write_record(store, record, store.save_record(record))
 
 
 def run(world, gate, site, out="out", *extra, thresholds="thresholds.toml"):

@@ -16,15 +16,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..core.configuration import ConfigError
+from ..core.text import shown
 from ..core.verdicts import Waiver
-from ..options import folder, run_id
+from ..options import folder, plain_text, run_id
 from ..report import (
     WaiverRefused,
     build_summary,
     choose_deviation,
     configured_signer,
+    grouped,
+    machine_keys,
     reissue_summary,
     sign_waiver,
+    trusted_waivers,
+    untrusted,
 )
 from ..store import BundleError, Store, check_run_id, utc_now, write_bundle
 
@@ -46,9 +51,12 @@ def add_waive_commands(commands: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     waive.add_argument("run_id", type=run_id,
                        help="the run whose procurement summary lists the deviation")
-    waive.add_argument("deviation", help="the deviation's text, or how it begins")
-    waive.add_argument("--reason", required=True, help="why it leaves the verdicts' meaning")
-    waive.add_argument("--by", required=True, help="the name of the person who waives it")
+    waive.add_argument("deviation", type=plain_text,
+                       help="the deviation's text, or how it begins")
+    waive.add_argument("--reason", required=True, type=plain_text,
+                       help="why it leaves the verdicts' meaning")
+    waive.add_argument("--by", required=True, type=plain_text,
+                       help="the name of the person who waives it")
     waive.add_argument("--gate", choices=["g1", "g2", "g3", "g4"], default="",
                        help="the gate whose record carries it, when the text names several")
     waive.add_argument("--out", type=folder, default=Path("reports"),
@@ -64,29 +72,37 @@ def _waive(args: argparse.Namespace, console: Console) -> int:
     if signer is None:
         raise WaiverRefused("a waiver must be signed, and no performer's key is configured: "
                             "create one with `kvgate key new` (or set $KVGATE_SIGNING_KEY)")
+    keys = machine_keys()
+    if why := untrusted(signer.public.fingerprint, keys):
+        raise WaiverRefused(f"the waiver would be {why}: its summary would then verify as "
+                            f"UNKNOWN SIGNER here; sign with this machine's key, or put "
+                            f"{signer.path}'s public half (.pub) in that trusted/ folder")
     with Store(args.out) as store:
         run_id = check_run_id(args.run_id)
         folder = store.run_dir(run_id)
         if store.run(run_id) is None or not (folder / "summary.json").is_file():
             raise WaiverRefused(f"run {run_id} has no procurement summary in {folder}")
         site = store.run(run_id)["site"]
+        for line in trusted_waivers(store.waivers(), keys)[1]:
+            console.print(shown(line), highlight=False, markup=False)
         found = choose_deviation(build_summary(store, site, run_id).deviations,
                                  args.deviation, args.gate)
         signed = sign_waiver(Waiver(run_id=found.run_id, gate=found.gate, deviation=found.text,
                                     reason=reason, by=by, waived_at=utc_now()), signer)
         summary, files = _reissue(store, run_id, signed, signer)
-    console.print(f"waived: {found.gate.upper()} (run {found.run_id}): {found.text}",
-                  highlight=False)
-    console.print(f"by {by}: {reason} (waiver SHA-256 {signed.sha256[:16]}…, signed)",
-                  highlight=False)
-    console.print(f"summary revision {summary.revision}: {summary.recommendation.text}",
-                  highlight=False)
-    console.print(f"{files['html']}", highlight=False)
+    for line in (f"waived: {found.gate.upper()} (run {found.run_id}): {found.text}",
+                 f"by {by}: {reason} (waiver SHA-256 {signed.sha256[:16]}…, signed by "
+                 f"{grouped(signer.public.fingerprint)})",
+                 f"summary revision {summary.revision}: {summary.recommendation.text}",
+                 f"{files['html']}"):
+        console.print(shown(line), highlight=False, markup=False)
     try:
         dest = args.out / f"{run_id}.r{summary.revision}.bundle.tar.gz"
-        console.print(f"evidence bundle: {write_bundle(args.out, run_id, dest)}", highlight=False)
+        console.print(shown(f"evidence bundle: {write_bundle(args.out, run_id, dest)}"),
+                      highlight=False, markup=False)
     except (BundleError, OSError) as exc:
-        console.print(f"evidence bundle not written: {exc}", highlight=False)
+        console.print(shown(f"evidence bundle not written: {exc}"), highlight=False,
+                      markup=False)
     return 0
 
 
@@ -104,6 +120,6 @@ def waive_command(args: argparse.Namespace) -> int:
     try:
         return _waive(args, console)
     except (WaiverRefused, ValueError, ConfigError) as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]refused:[/] {escape(str(exc))}",
+        Console(stderr=True, soft_wrap=True).print(f"[red]refused:[/] {escape(shown(exc))}",
                                                    highlight=False)
         return REFUSED

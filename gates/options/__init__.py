@@ -9,6 +9,7 @@ from .inputs import (
     input_file,
     output_dir,
     output_file,
+    plain_text,
     run_id,
 )
 from .run import DEFAULTS, RunConfig, RunOptions, add_run_options
@@ -24,5 +25,6 @@ __all__ = [
     "input_file",
     "output_dir",
     "output_file",
+    "plain_text",
     "run_id",
 ]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.quantities import UnitError, parse_duration
+from ..core.text import refusal
 from ..core.verdicts import check_run_id
 
 _KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"),
@@ -186,3 +187,11 @@ def duration_text(low_s: float) -> Callable[[str], str]:
                                     "as '10m'")
         return text
     return parse
+
+
+def plain_text(text: str) -> str:
+    """A name or a reason a person types: printed among kvgate's lines, so no control
+    character (an escape sequence or a line break would forge a line; gates.core.text)."""
+    if problem := refusal(text, "the text"):
+        raise ArgumentTypeError(problem)
+    return text

@@ -25,7 +25,14 @@ from .summary import build_summary, reissue_summary, write_summary
 from .sweep_page import SweepRecord, write_sweep
 from .trust import BAD_INPUT, VERIFY_EXIT_TEXT
 from .verification import examine
-from .waivers import WaiverRefused, choose_deviation, sign_waiver
+from .waivers import (
+    WaiverRefused,
+    choose_deviation,
+    machine_keys,
+    sign_waiver,
+    trusted_waivers,
+    untrusted,
+)
 
 __all__ = [
     "BAD_INPUT",
@@ -54,12 +61,15 @@ __all__ = [
     "grouped",
     "key_dir",
     "load_public",
+    "machine_keys",
     "new_key",
     "reissue_summary",
     "retest_rows",
     "sign_waiver",
     "trusted_fingerprint",
     "trusted_here",
+    "trusted_waivers",
+    "untrusted",
     "write_comparison",
     "write_reports",
     "write_summary",

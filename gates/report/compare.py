@@ -22,6 +22,7 @@ from ..model import (
 )
 from ..store import Store, utc_now
 from .chain import Found, link_status
+from .citing import read_json
 from .compare_cost import prices
 from .compare_sweep import with_sweeps
 from .comparison_model import (
@@ -35,6 +36,7 @@ from .comparison_model import (
     Gain,
     Ranking,
 )
+from .record_check import check_cited_records
 
 G1_FIGURES = ("g1.seq_read_bw", "g1.kv_restore_bw", "g1.randread_qd1_p99", "g1.randread_iops")
 
@@ -195,12 +197,37 @@ def compare(store: Store, runs: Sequence[tuple[str, str]], catalog: Catalog | No
     if len(set(names)) < len(names):
         raise CompareError(f"two candidates have one name ({', '.join(names)}): name each "
                            "run's array, RUN_ID=ARRAY")
+    verify_cited(store, columns)
     columns = with_sweeps(columns, store.out_dir, sweeps or {})
     diff, ranked, risk = judged(columns)
     return Comparison(created=utc_now(), columns=columns, differences=diff, rankings=ranked,
                       risk=risk, capacity_needed=capacity_needed,
                       currency=catalog.currency if catalog else "",
                       symbol=catalog.symbol if catalog else "")
+
+
+def verify_cited(store: Store, columns: Sequence[Column]) -> None:
+    """Every record the columns cite, as `kvgate verify` checks it, and as the store holds it:
+    a record file edited (or edited and rehashed) after its run is refused, never ranked."""
+    paths, problems = [], []
+    for col in columns:
+        for ref in col.records:
+            path = store.run_dir(ref.run_id) / f"{ref.gate}.json"
+            shown = f"{ref.run_id}/{ref.gate}.json"
+            if not path.is_file() or path.is_symlink():
+                problems.append(f"{shown}: missing (run {ref.run_id}'s {ref.gate.upper()} "
+                                f"record, which {col.array}'s column cites)")
+                continue
+            paths.append(path)
+            written = (read_json(path)[0] or {}).get("record_sha256")
+            if written != ref.record_sha256:
+                problems.append(f"{shown}: not the record the store holds for run "
+                                f"{ref.run_id}'s {ref.gate.upper()} (it names SHA-256 "
+                                f"{str(written)[:16]}…, the store {ref.record_sha256[:16]}…)")
+    problems += check_cited_records(paths, store.out_dir).problems
+    if problems:
+        raise CompareError("nothing was ranked: the records it would cite do not hold: "
+                           + "; ".join(dict.fromkeys(problems)))
 
 
 def risk_text(ranked: Sequence[Ranking], stop: Sequence[str]) -> str:

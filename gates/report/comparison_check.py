@@ -19,6 +19,7 @@ from .compare_sweep import sweep_problems
 from .comparison_model import GAINS, NO_RECORD, Column, Comparison
 from .comparison_page import COMPARISON_HASH_KEY, comparison_digest
 from .layout import COMPARISON_FILES, COMPARISON_HTML, COMPARISON_JSON
+from .record_check import check_cited_records
 from .sealing import check_seal
 from .trust import Verification, check_signed
 from .trust import rel as _name
@@ -123,8 +124,25 @@ def _page_problems(folder: Path, root: Path) -> list[str]:
     return [f"{_name(html, root)}: {problem}"] if problem else []
 
 
-def check_comparison(folder: Path, root: Path) -> Verification:
-    """Files checked, problems and signer of one comparison folder, names relative to root."""
+def _cited_paths(body: dict | None, folder: Path) -> list[Path]:
+    """The record files a comparison cites that are there (cited() names the others)."""
+    paths = []
+    for col in (body or {}).get("columns") or []:
+        for rec in (col.get("records") or []) if isinstance(col, dict) else []:
+            run, gate = (str(rec.get(k, "")) for k in ("run_id", "gate")) \
+                if isinstance(rec, dict) else ("", "")
+            path = folder.parent / run / f"{gate}.json"
+            if run and Path(run).name == run and run not in (".", "..") and path.is_file():
+                paths.append(path)
+    return paths
+
+
+def check_comparison(folder: Path, root: Path, records_checked: bool = False) -> Verification:
+    """Files checked, problems and signer of one comparison folder, names relative to root.
+
+    The records it cites are verified with it (digest, evidence, signature), unless the caller
+    verifies them itself (records_checked: a bundle checks every run in it).
+    """
     path = folder / COMPARISON_JSON
     if not path.is_file() or path.is_symlink():
         return Verification([], [f"{_name(path, root)}: missing (a comparison folder holds its "
@@ -139,4 +157,6 @@ def check_comparison(folder: Path, root: Path) -> Verification:
         sig_problems, signer = check_signed(path, comparison_digest(body), root)
         found.problems += sig_problems
         found.signers[_name(path, root)] = signer
+    if not records_checked:
+        found.add(check_cited_records(_cited_paths(body, folder), root))
     return found

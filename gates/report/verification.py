@@ -17,46 +17,19 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..core.verdicts import json_digest
 from ..store import MANIFEST, BundleError, parse_manifest, safe_extract, sha256_file
 from .citing import cited, read_json
 from .comparison_check import check_comparison, is_comparison
 from .given import ARCHIVES, check_given
 from .layout import EVIDENCE, check_implied, check_orphans, check_unlisted_top
+from .record_check import check_record, record_digest
 from .sealing import SEAL_ID, check_seal
 from .summary import SUMMARY_HASH_KEY, summary_digest, summary_findings
 from .sweep_check import check_sweep, is_sweep
 from .trust import Verification, check_signed, stray_signatures
 from .trust import rel as _name
 
-EXTRA_KEYS = ("decision_rule", "record_sha256")  # written beside the record, not hashed
 RECORDS = "g[1-4].json"
-
-
-def record_digest(body: dict) -> str:
-    """SHA-256 of a gate JSON's record part, exactly as GateRecord.sha256() computed it."""
-    return json_digest(body, EXTRA_KEYS)
-
-
-def check_record(path: Path, root: Path | None = None) -> list[str]:
-    """What is wrong with one gate JSON and the evidence it lists ([] when intact)."""
-    body, problem = read_json(path, root)
-    if body is None:
-        return [problem]
-    me = _name(path, root)
-    problems = []
-    if record_digest(body) != body.get("record_sha256"):
-        problems.append(f"{me}: the record was altered (its SHA-256 no longer matches "
-                        f"{str(body.get('record_sha256'))[:16]}…)")
-    for name, digest in sorted((body.get("evidence") or {}).items()):
-        file = path.parent / name
-        shown = _name(file, root) if root else name
-        if not file.is_file() or file.is_symlink():
-            problems.append(f"{shown}: missing (listed in {me})")
-        elif (actual := sha256_file(file)) != digest:
-            problems.append(f"{shown}: altered (SHA-256 {actual[:16]}… but {me} recorded "
-                            f"{digest[:16]}…)")
-    return problems
 
 
 def check_chain(path: Path, root: Path | None = None) -> list[str]:
@@ -219,7 +192,7 @@ def verify_tree(root: Path) -> Verification:
     for folder in runs:
         found.add(check_run(folder, root))
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and is_comparison(p)):
-        found.add(check_comparison(folder, root))
+        found.add(check_comparison(folder, root, records_checked=True))
     sweeps = sorted(p for p in root.iterdir() if p.is_dir() and is_sweep(p))
     for folder in sweeps:
         found.add(check_sweep(folder, root))

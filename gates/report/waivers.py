@@ -10,10 +10,23 @@ its hash, its signature, and that the record it names carries that deviation.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
+from ..core.configuration import ConfigError
 from ..core.verdicts import BLOCKING, REHEARSAL, SignedWaiver, Waiver, deviation_kind
-from .signing import SignatureProblem, Signer, check_signature
+from .signing import (
+    PRIVATE_NAME,
+    PUBLIC_NAME,
+    TRUSTED_DIR,
+    SignatureProblem,
+    Signer,
+    check_signature,
+    grouped,
+    key_dir,
+    load_public,
+    load_signer,
+)
 
 WAIVER_KIND = "kvgate waiver"
 
@@ -41,6 +54,49 @@ def check_waiver(signed: SignedWaiver) -> tuple[str, str]:
     if statement.get("kind") != WAIVER_KIND or statement.get("sha256") != signed.sha256:
         return "its signature signs another statement than this waiver", key.fingerprint
     return "", key.fingerprint
+
+
+def machine_keys() -> set[str]:
+    """The keys this machine trusts by its own folders: its own key (the key folder's) and
+    every trusted/*.pub. $KVGATE_SIGNING_KEY is not one of them unless those name it: a key
+    brought in by the environment signs nothing another reader here would call trusted."""
+    folder, found = key_dir(), []
+    # No own key (or an unusable one): only trusted/ counts.
+    with contextlib.suppress(OSError, ValueError, ConfigError):
+        found.append(load_public(folder / PUBLIC_NAME) if (folder / PUBLIC_NAME).is_file()
+                     else load_signer(folder / PRIVATE_NAME).public)
+    trusted = folder / TRUSTED_DIR
+    for pub in sorted(trusted.glob("*.pub")) if trusted.is_dir() else []:
+        try:
+            found.append(load_public(pub))
+        except ValueError:
+            continue  # `kvgate verify` names an unreadable trusted key
+    return {k.fingerprint for k in found}
+
+
+def untrusted(fingerprint: str, keys: set[str]) -> str:
+    """Why a waiver signed by that key is not taken ("" when this machine trusts it)."""
+    if fingerprint in keys:
+        return ""
+    return (f"signed by {grouped(fingerprint) if fingerprint else 'no valid signature'}, "
+            f"which is not one this machine trusts (its own key in {key_dir()}, or a .pub "
+            f"in {key_dir() / TRUSTED_DIR}/)")
+
+
+def trusted_waivers(waivers: Sequence[SignedWaiver],
+                    keys: set[str]) -> tuple[list[SignedWaiver], list[str]]:
+    """(the waivers that hold and are signed by a trusted key, a line per one set aside)."""
+    kept, aside = [], []
+    for signed in waivers:
+        problem, fingerprint = check_waiver(signed)
+        why = problem or untrusted(fingerprint, keys)
+        if why:
+            w = signed.waiver
+            aside.append(f"waiver of {w.gate.upper()} (run {w.run_id}) {w.deviation!r} by "
+                         f"{w.by!r} set aside: {why}")
+        else:
+            kept.append(signed)
+    return kept, aside
 
 
 def waiver_for(waivers: Sequence[SignedWaiver], gate: str, run_id: str,
