@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gates.inference.process import free_port
+from gates.inference.ports import free_port
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from gates.core.configuration import Arm, ArmError, ConfigError, render, validat
 from gates.core.configuration.arms import Arms
 from gates.inference import ArmProcess, prepare_kv_dir
 from gates.inference.kv_dir import MARKER
-from gates.inference.process import free_port, http_status, port_taken
+from gates.inference.ports import free_port, http_status, port_taken
 
 SIM = ["{python}", "-m", "gates.sim", "--profile", "tiny", "--kv-dir", "{kv_dir}", "--port",
        "{port}"]

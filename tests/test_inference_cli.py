@@ -7,7 +7,7 @@ import sys
 import pytest
 from _simserve import sim_serve
 
-from gates.inference.process import free_port
+from gates.inference.ports import free_port
 from gates.store import Store
 
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,12 +24,11 @@ from pydantic import SecretStr
 from ..core.configuration import Arm, ArmError, render
 from ..core.quantities import format_duration
 from ..loadgen import Endpoint
+from .ports import LAUNCH_HOST, free_port, http_status, port_taken
 
-LAUNCH_HOST = "127.0.0.1"  # launched arms serve on loopback only
 TAIL_LINES = 40  # of an engine's log, in every error that names its start, stop or crash
 
 HealthProbe = Callable[[str, float], int]  # (url, timeout) -> HTTP status; OSError if no answer
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # like aiohttp: no proxy
 
 
 def _die_with_parent() -> None:
@@ -47,36 +44,6 @@ def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
         if cpus:  # inherited by every process the engine forks (vLLM's EngineCore, workers)
             os.sched_setaffinity(0, cpus)
     return setup
-
-
-def http_status(url: str, timeout: float) -> int:
-    """GET url and return the HTTP status; OSError when nothing answers."""
-    try:
-        with _OPENER.open(url, timeout=timeout) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return exc.code
-    except http.client.HTTPException as exc:  # a garbled answer is no answer
-        raise OSError(f"bad HTTP answer: {exc!r}") from None
-
-
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    with socket.socket() as sock:
-        sock.bind((LAUNCH_HOST, 0))
-        return sock.getsockname()[1]
-
-
-def port_taken(port: int) -> bool:
-    """Whether something listens on the loopback port (TIME_WAIT leftovers do not count)."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((LAUNCH_HOST, port))
-        except OSError:
-            return True
-    return False
 
 
 def _exited(code: int) -> str:
