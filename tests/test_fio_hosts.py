@@ -172,3 +172,27 @@ def test_a_host_answering_with_another_fio_version_is_named(dirs, tmp_path):
     assert servers.outcome is Outcome.FAIL and servers.value == 1
     assert f"{hosts.addresses[1]} answers {other.name}" in servers.note, servers.note
     assert hosts.addresses[0] not in servers.note.split(", the client")[0]
+
+
+def test_kvgate_inventory_lists_the_hosts_and_their_fio_versions(tmp_path, capsys):
+    """`kvgate inventory` asks each [fio] host its fio version: both are listed, the one that
+    runs another fio with that version, and a host that does not answer with its error."""
+    from gates.commands import inventory_command
+    other = fio_with_version("fio-3.99", tmp_path)
+    with test_hosts(3, logs=tmp_path, start=False) as hosts:
+        hosts.hosts[0].start()
+        hosts.hosts[1].start(str(other))
+        site_file = tmp_path / "site.toml"
+        site_file.write_text(f'[site]\nname = "inv"\n[target]\ndirectory = "{tmp_path}"\n'
+                             '[fio]\nfile_size = "1MiB"\nhosts = ['
+                             + ", ".join(f'"{a}"' for a in hosts.addresses) + "]\n")
+        assert inventory_command(site_file, as_json=True) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert inventory_command(site_file, as_json=False) == 0
+        table = capsys.readouterr().out
+    client = SubprocessRunner().run(["fio", "--version"], timeout=30).stdout.strip()
+    listed = {h["host"]: h for h in body["fio_hosts"]}
+    first, second, third = hosts.addresses
+    assert listed[first]["fio"] == client and listed[second]["fio"] == "fio-3.99"
+    assert listed[third]["fio"] == "" and f"{third},8765 did not answer" in listed[third]["error"]
+    assert "fio client hosts" in table and "fio-3.99" in table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core.configuration import ConfigError, load_site
-from ..storage import Collector, Found, SubprocessRunner, collect
+from ..storage import Collector, Found, SubprocessRunner, collect, fiohosts
 
 
 def inventory_command(site_path: Path, as_json: bool) -> int:
@@ -22,9 +23,12 @@ def inventory_command(site_path: Path, as_json: bool) -> int:
         console.print(f"[red]configuration error:[/] {escape(str(exc))}", highlight=False)
         return 2
     inv = collect(site, Collector(SubprocessRunner()))
+    hosts = _fio_hosts(site.fio)
     if as_json:
         body = {"site": site.site.name, "dut": [d.model_dump() for d in inv.dut()],
-                "inventory": inv.model_dump(mode="json")}
+                "inventory": inv.model_dump(mode="json"),
+                "fio_hosts": [{"host": p.host, "fio": p.version, "hostname": p.hostname,
+                               "error": p.error} for p in hosts]}
         print(json.dumps(body, indent=2))
         return 0
     table = Table(title=f"DUT inventory: {escape(site.site.name)}")
@@ -46,7 +50,23 @@ def inventory_command(site_path: Path, as_json: bool) -> int:
                         ("gdsio + nvidia-fs stats", gds.path)):
         facts.add_row(name, _status(found) + _gds_detail(found))
     console.print(facts)
+    if hosts:
+        table = Table(title="fio client hosts (site.toml [fio] hosts)")
+        for column in ("host", "fio", "hostname", "status"):
+            table.add_column(column)
+        for p in hosts:
+            table.add_row(*map(escape, (p.host, p.version or "?", p.hostname)),
+                          "[red]ERROR[/] " + escape(p.error) if p.error else "[green]ok[/]")
+        console.print(table)
     return 0
+
+
+def _fio_hosts(fio) -> list[fiohosts.HostProbe]:
+    """Each [fio] host's fio server asked its version (a null job: no data moves)."""
+    if not fio.hosts:
+        return []
+    with tempfile.TemporaryDirectory(prefix="kvgate-probe-") as folder:
+        return fiohosts.probe_hosts(SubprocessRunner(), fio, Path(folder))
 
 
 def _status(found: Found) -> str:
