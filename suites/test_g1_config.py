@@ -123,3 +123,7 @@ def test_gds_path(g1_inventory, kvgate, check):
 
 def test_gds_limits(g1_inventory, kvgate, check):
     check(g1c.gds_limits(g1_inventory, kvgate.site))
+
+
+def test_engine_kv_io(g1_inventory, check):
+    check(g1c.engine_kv_io(g1_inventory))

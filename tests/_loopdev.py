@@ -48,12 +48,14 @@ def tmpfs(mountpoint: Path, options: str) -> Iterator[Path]:
 
 
 @contextmanager
-def loop_device(image: Path, size: int) -> Iterator[str]:
-    """A sparse image file of size bytes attached to a free loop device; detached afterwards."""
+def loop_device(image: Path, size: int, sector_size: int | None = None) -> Iterator[str]:
+    """A sparse image file of size bytes attached to a free loop device (with that logical
+    sector size, losetup --sector-size); detached afterwards."""
     need_root("losetup")
     with image.open("wb") as handle:
         handle.truncate(size)
-    done = _run("losetup", "--find", "--show", image)
+    sector = ["--sector-size", str(sector_size)] if sector_size else []
+    done = _run("losetup", *sector, "--find", "--show", image)
     if done.returncode != 0:
         pytest.skip(f"losetup does not work here: {done.stderr.strip() or done.returncode}")
     device = done.stdout.strip()

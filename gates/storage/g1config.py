@@ -14,6 +14,7 @@ from .g1checks import UNHEALTHY_STATE as UNHEALTHY_STATE
 from .g1checks import expected_geometry as expected_geometry
 from .g1checks import fs, gds, judge, net, nvme, raid
 from .inventory import Inventory
+from .kvio import NAME as KV_IO
 
 # ---- RAID --------------------------------------------------------------------------------
 
@@ -158,6 +159,17 @@ def gds_limits(inv: Inventory, site: Site) -> Measurement:
 def gds_deviations(inv: Inventory, site: Site) -> list[str]:
     """cuFile's silent POSIX fallbacks, for the site to acknowledge (G1 deviations)."""
     return gds.deviations(inv, site)
+
+
+# ---- the engine's own KV I/O -------------------------------------------------------------
+
+def engine_kv_io(inv: Inventory) -> Measurement:
+    """The engine's KV files written and read back on the target with its own flags and sizes."""
+    found = inv.kv_io
+    if found.skipped:
+        return Measurement.not_applicable(KV_IO, found.skipped)
+    return found.value if found.value is not None else Measurement.error(
+        KV_IO, found.error or "not tried")
 
 
 def all_checks(inv: Inventory, site: Site, limits: G1Limits) -> list[Measurement]:

@@ -12,10 +12,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..core.configuration import Site, Topology
-from ..core.verdicts import DutItem
+from ..core.verdicts import DutItem, Measurement
 from .blockdev import LSBLK_COLUMNS, BlockDevice, Mount, ParseError, parse_findmnt, parse_lsblk
 from .collector import VERSION_ARGV, Collector, Found
 from .gds_probe import GdsFacts, collect_gds
+from .kvio_run import engine_kv_io
 from .net import GidEntry, NicState, RdmaLink, parse_rdma_links
 from .nvme import (
     Controller,
@@ -48,6 +49,7 @@ class Inventory(BaseModel):
     rdma: Found[list[RdmaLink]] = Found()
     gids: Found[list[GidEntry]] = Found()
     gds: GdsFacts = GdsFacts()
+    kv_io: Found[Measurement] = Found(skipped="the engine's KV I/O was not tried")
     tool_versions: dict[str, str] = Field(default_factory=dict)
 
     def dut(self) -> list[DutItem]:
@@ -115,8 +117,9 @@ def _md_device(topology: Topology, mount: Mount | None) -> str:
     return ""
 
 
-def collect(site: Site, c: Collector) -> Inventory:
-    """Collect what G1's configuration checks need for this site, and nothing that is N/A."""
+def collect(site: Site, c: Collector, kv_io: tuple[Site, int] | None = None) -> Inventory:
+    """Collect what G1's configuration checks need for this site, and nothing that is N/A;
+    with kv_io (the site as G2/G3 run it, KV bytes per token), try the engine's KV I/O too."""
     topo, why = site.topology, applies(site.topology)
     target = str(site.target.directory.resolve())
     inv = Inventory(target=target)
@@ -165,6 +168,8 @@ def collect(site: Site, c: Collector) -> Inventory:
         else:
             inv.gids = Found(error=f"no RDMA ports to read GIDs from: {inv.rdma.error}")
     inv.gds = collect_gds(site, c, Path(target))
+    if kv_io is not None:  # G1 only: it writes a few hundred files to the target
+        inv.kv_io = Found(value=engine_kv_io(*kv_io))
     inv.tool_versions = {tool: v for tool in sorted(c.used & VERSION_ARGV.keys())
                          if (v := c.version(tool, VERSION_ARGV[tool]))}
     return inv
