@@ -10,7 +10,6 @@ from .fiorun import fio_version, run_step
 from .g1 import StepOutcome
 from .g1charts import g1_charts
 from .inventory import Inventory, collect
-from .kvio_run import engine_kv_io
 from .jobs import bytes_needed, files_written, g1_steps, job_value
 from .lock import TargetBusy, TargetLock, lock_target
 from .nvme import parse_list_subsys, parse_smart_log
@@ -47,7 +46,6 @@ __all__ = [
     "g1config",
     "g1hosts",
     "g1shared",
-    "engine_kv_io",
     "install_hint",
     "job_value",
     "json_document",
