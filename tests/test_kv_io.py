@@ -108,3 +108,16 @@ def test_the_embedded_default_passes_on_its_target():
     assert result.outcome is Outcome.PASS, result.note
     assert "256 files written and read back" in result.note
     assert not (target / ".kvgate-kv-io").exists()
+
+
+def test_every_example_names_an_engine_whose_kv_io_kvgate_knows():
+    from gates.model import kv_geometry
+
+    for path in sorted((REPO / "examples").glob("*.toml")):
+        site, _ = load_site(path)
+        per_token = site.workload.kv_bytes_per_token or kv_geometry(
+            site.sizing.model, site.sizing.dtype, site.sizing.tp).stored_bytes_per_token
+        found, unknown = patterns(site, per_token)
+        assert found and not unknown, (path.name, unknown)
+        for p in found:  # the shipped chunk sizes are whole 4 KiB blocks: no fallback
+            assert p.file_bytes % 4096 == 0, (path.name, p.describe())
