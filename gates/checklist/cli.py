@@ -12,8 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core.configuration import ConfigError, load_config
+from ..core.text import shown
 from ..core.verdicts import EXIT_CODES, GATE_TITLES, GATES, Outcome
-from ..options import DEFAULTS, add_run_options, input_file
+from ..options import DEFAULTS, add_run_options, input_file, plain_text
 from ..store import DB_NAME, Store, new_run_id
 from .items import (
     AnswersFile,
@@ -72,7 +73,8 @@ def add_checklist_commands(commands: argparse._SubParsersAction) -> None:
     add_run_options(p.add_argument, only=("site", "thresholds", "out"),
                     inherit=("site", "thresholds"),
                     inherited_from="{default}, or the resumed run's")
-    p.add_argument("--operator", default="", help="your name for the reports (default: asked)")
+    p.add_argument("--operator", default="", type=plain_text,
+                   help="your name for the reports (default: asked)")
     p.add_argument("--answers", type=input_file, default=None, metavar="FILE",
                    help="answer every item from this file: no prompts at all")
     p.add_argument("--resume", default="", metavar="CHECKLIST_ID",
@@ -228,7 +230,7 @@ def execute(args: argparse.Namespace, ready: Plan, asker: Asker, run_gate: GateR
         return 0
     for line in what_to_do(stop, resume_command(args, run.checklist_id),
                            restart_command(args, run, stop.gate)):
-        console.print(line, highlight=False, markup=False)
+        console.print(shown(line), highlight=False, markup=False)  # names, notes typed
     return stop.exit_code
 
 

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..core.quantities import UnitError, format_size, parse_size
+from ..core.text import shown
 from ..model import SHIPPED_CATALOG, CatalogError, load_catalog
-from ..options import folder, input_file, run_id
+from ..options import folder, input_file, plain_text, run_id
 from ..report import GAINS, CompareError, Comparison, compare, write_comparison
 from ..store import DB_NAME, Store, StoreError
 
@@ -45,7 +46,7 @@ CAPACITY_MAX = 10**18  # 1 EB: past any one site's KV working set
 
 def candidate(text: str) -> tuple[str, str]:
     """RUN_ID or RUN_ID=ARRAY, the run id a plain folder name."""
-    run, _, array = text.partition("=")
+    run, _, array = plain_text(text).partition("=")
     if "=" in text and not array.strip():
         raise ArgumentTypeError(f"{text}: name the array after '=', or leave '=' out")
     return run_id(run) or _empty(text), array.strip()
@@ -53,7 +54,7 @@ def candidate(text: str) -> tuple[str, str]:
 
 def sweep_of(text: str) -> tuple[str, str]:
     """--sweep SWEEP=ARRAY: a sweep's run id (or its sweep-<run> folder) and the array."""
-    name, _, array = text.partition("=")
+    name, _, array = plain_text(text).partition("=")
     if not array.strip() or not name.strip():
         raise ArgumentTypeError(f"{text!r}: write SWEEP=ARRAY, e.g. "
                                 "20261205T130000Z-3f9a1c=FX100")
@@ -147,15 +148,15 @@ def compare_command(args: argparse.Namespace) -> int:
                 raise CompareError("--sweep names one array twice: one sweep per array")
             result = compare(store, args.candidates, catalog, args.capacity, sweeps)
     except (CompareError, CatalogError, StoreError, OSError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]error:[/] {escape(shown(exc))}", highlight=False)
         return 2
     for line in text_lines(result):  # printed before the file, which may fail to be written
-        print(line)
+        print(shown(line))  # array and site names are what a person wrote
     try:
         files = write_comparison(args.out, result)
     except OSError as exc:
         err.print(f"[red]error:[/] the comparison above was not written to {args.out}: "
-                  f"{escape(str(exc))}", highlight=False)
+                  f"{escape(shown(exc))}", highlight=False)
         return 2
     print(f"comparison: {files['html']}" + ("" if "sig" in files else
                                              " (unsigned: no signing key is configured)"))

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..core.configuration import ConfigError
+from ..core.text import shown
 from ..report import (
     BAD_INPUT,
     VERIFY_EXIT_TEXT,
@@ -55,7 +56,7 @@ def add_verify_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _bad_input(exc: Exception) -> int:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}",
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(shown(exc))}",
                                                highlight=False)
     return BAD_INPUT
 
@@ -74,6 +75,7 @@ def verify_command(args: argparse.Namespace) -> int:
     code, lines = found.judge(trusted, given=bool(args.key))
     for label, text in lines:
         colour = COLOURS.get(label)
-        console.print(f"[{colour}]{label}[/] {escape(text)}" if colour else escape(text),
-                      highlight=False)
+        # A problem quotes what the files say (a waiver's name, a deviation): never raw.
+        text = escape(shown(text))
+        console.print(f"[{colour}]{label}[/] {text}" if colour else text, highlight=False)
     return code

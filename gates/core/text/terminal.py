@@ -39,11 +39,13 @@ def control_in(text: str) -> tuple[int, str] | None:
     return next(((i, _escaped(c)) for i, c in enumerate(text) if _is_control(c)), None)
 
 
-def refusal(text: str, what: str) -> str:
-    """Why text is refused as `what` ("" when it holds no control character)."""
+def refusal(text: str, what: str = "") -> str:
+    """Why text is refused ("" when it holds no control character); what: how to name it
+    ("--by"), or "" where the caller names the text itself (a configuration key)."""
     found = control_in(text)
     if found is None:
         return ""
     at, escape = found
-    return (f"{what} '{shown(text)}' holds the control character {escape} at position "
-            f"{at + 1}: write it as plain text (no escape sequences, tabs or line breaks)")
+    head = f"{what} '{shown(text)}' holds" if what else "holds"
+    return (f"{head} the control character {escape} at position {at + 1}: write it as plain "
+            "text (no escape sequences, tabs or line breaks)")
