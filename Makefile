@@ -3,11 +3,12 @@
 #   make test   installs what the tests need and runs kvgate's own test suite
 #   make check  the same suite without the real engines' end-to-end runs (minutes, not 20)
 #   make sweep  a short working-set sweep on the embedded default (where the candidate pays)
+#   make docs   the user guide (docs/) as a site in build/site
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo sweep test check bench mutants tools browser faultfs engine clean
+.PHONY: demo sweep test check bench mutants tools browser faultfs engine docs clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -133,6 +134,11 @@ bench: $(BIN)/kvgate
 # `make mutants CHANGED=main` mutates only the decision modules changed since main.
 mutants: $(VENV)/.test-extras
 	$(BIN)/python tests/mutation.py $(if $(CHANGED),--changed $(CHANGED))
+
+# The user guide (docs/, mkdocs.yml) built strict into build/site: a broken link fails it, as it
+# fails tests/test_docs.py. docs/gen_reference.py rewrites the key reference from the models.
+docs: $(VENV)/.test-extras
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) mutants .kvgate-target reports/2*/ reports/pytest-html reports/kvgate.sqlite*

@@ -61,6 +61,17 @@ def chromium(profile: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+# KVGATE_DOCS_IMG=docs/img: the summary's and G3's screenshots are kept there as summary.png
+# and g3.png, the pictures of a report in README.md and the user guide.
+DOCS_IMG = os.environ.get("KVGATE_DOCS_IMG", "")
+
+
+def keep_for_docs(png: Path, name: str) -> None:
+    """Copy a screenshot into $KVGATE_DOCS_IMG when the environment asks for it."""
+    if DOCS_IMG:
+        shutil.copyfile(png, Path(DOCS_IMG) / name)
+
+
 def with_paper(html: Path, size: str, to: Path) -> Path:
     """A copy of the report that asks for one paper size (the report itself forces none)."""
     text = html.read_text().replace("</style>", f"@page {{ size: {size}; }}\n</style>", 1)
@@ -84,6 +95,8 @@ def rendered(tmp_path_factory):
         chromium(profile, f"--screenshot={png}", "--window-size=1200,1600",
                  "--hide-scrollbars", html.as_uri())
         out[gate] = {"record": record, "letter": letter, "a4": a4, "png": png}
+        if gate == "g3":
+            keep_for_docs(png, "g3.png")
     return out
 
 
@@ -212,6 +225,7 @@ def summary(tmp_path_factory):
     chromium(profile, f"--print-to-pdf={out['a4']}", "--no-pdf-header-footer", a4_html.as_uri())
     chromium(profile, f"--screenshot={out['png']}", "--window-size=1200,1600",
              "--hide-scrollbars", html.as_uri())
+    keep_for_docs(out["png"], "summary.png")
     return out
 
 
