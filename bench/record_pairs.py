@@ -24,7 +24,7 @@ from pathlib import Path
 from _common import HERE, machine
 
 from gates.core.configuration import load_config
-from gates.engines import choose_engine
+from gates.engines.choice import choose_engine
 from gates.engines.protocol import run_arm_once
 from gates.inference.machine import cpu_reference
 

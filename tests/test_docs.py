@@ -38,7 +38,7 @@ def test_the_key_reference_is_what_the_models_give():
 
 def test_the_key_reference_lists_every_key_with_its_unit_and_default():
     text = (REPO / "docs" / "reference" / "site-file.md").read_text()
-    for row in ('| `runtime` | time | `"30s"` |', "| `prefer` | one of \"\", \"llamacpp\", \"vllm\"",
+    for row in ('| `runtime` | time | `"30s"` |', '| `prefer` | one of "", "llamacpp", "vllm"',
                 "| `file_size` | size | required | > 0 |"):
         assert row in text, row
     limits = (REPO / "docs" / "reference" / "thresholds-file.md").read_text()

@@ -3,8 +3,7 @@
 from _llamacpp_fakes import fake_install
 
 from gates.core.configuration import EngineChoice, Site, validate_arms
-from gates.engines import choose_engine
-from gates.engines.choice import CANDIDATE_DIR, server_command
+from gates.engines.choice import CANDIDATE_DIR, choose_engine, server_command
 
 SIM = {"baseline": {"kind": "launch", "engine": "kvgate-sim", "command": ["sim", "{port}"]}}
 

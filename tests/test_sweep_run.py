@@ -3,7 +3,8 @@
 from _llamacpp_fakes import fake_install
 
 from gates.core.configuration import EngineChoice, load_site
-from gates.engines import EngineRun, choose_engine
+from gates.engines import EngineRun
+from gates.engines.choice import choose_engine
 from gates.sweep.run import sweep_run
 
 MiB = 1024**2

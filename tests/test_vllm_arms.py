@@ -14,8 +14,7 @@ from gates.core.configuration import (
     render,
     validate_arms,
 )
-from gates.engines import choose_engine
-from gates.engines.choice import engine_problems
+from gates.engines.choice import choose_engine, engine_problems
 from gates.engines.vllm import CANDIDATE_DIR, VllmInstall, find_vllm, workload_fit
 from gates.engines.vllm.arms import aligned, connector_fit, server_command
 from gates.engines.vllm.installer import MANIFEST, VllmShape, install_dir, recipe
@@ -192,7 +191,7 @@ def test_the_shipped_site_runs_vllm_with_prefer_alone(tmp_path, repo):
 
     from gates.core.configuration.config import load_config
 
-    text = edited((repo / "site.toml").read_text(), 'prefer = "llamacpp"', 'prefer = "vllm"',
+    text = edited((repo / "site.toml").read_text(), 'prefer = ""', 'prefer = "vllm"',
                   where="site.toml [engine]")
     (tmp_path / "site.toml").write_text(text)
     site, _, thresholds, _ = load_config(tmp_path / "site.toml", repo / "thresholds.toml")

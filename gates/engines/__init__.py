@@ -1,7 +1,7 @@
 """Real engines for G2/G3 (llama.cpp, vLLM): the choice of engine and the arm protocol."""
 
 from .armstorage import arm_storage
-from .choice import EngineRun, choose_engine, run_engine
+from .choice import EngineRun, run_engine
 from .fairness import GainBound, gain_bound, unexplained_gains
 from .proofctx import proof_context
 from .protocol import ProtocolError
@@ -22,7 +22,6 @@ __all__ = [
     "abba_pair",
     "arm_problem",
     "arm_storage",
-    "choose_engine",
     "engine_site",
     "gain_bound",
     "kv_bytes_per_token",
