@@ -131,6 +131,18 @@ def add_compare_commands(commands: argparse._SubParsersAction) -> None:
                      help="array catalogue for prices (default: the shipped catalog/arrays.toml)")
 
 
+def _priced_arrays(candidates: list[tuple[str, str]], catalog, path: Path) -> None:
+    """An =ARRAY the catalogue does not have would be compared with no price and no word why
+    but "no price": refused, naming the catalogue's arrays (leave =ARRAY out for none)."""
+    known = [a.name for a in catalog.arrays]
+    for run, array in candidates:
+        if array and array not in known:
+            raise CompareError(f"{run}={array}: the catalogue {path} has no array {array!r} "
+                               f"(it has {', '.join(known) or 'none'}): name one of them, add "
+                               f"{array} to a catalogue given with --catalog, or write {run} "
+                               "alone to compare it without a price")
+
+
 def compare_command(args: argparse.Namespace) -> int:
     """Print the comparison and write its JSON; 2 with the reason on stderr when it cannot."""
     err = Console(stderr=True, soft_wrap=True)
@@ -139,6 +151,7 @@ def compare_command(args: argparse.Namespace) -> int:
             raise CompareError(f"no kvgate store at {args.out / DB_NAME}: give the folder of "
                                "your reports with --out")
         catalog = load_catalog(args.catalog)
+        _priced_arrays(args.candidates, catalog, args.catalog)
         with Store.reading(args.out) as store:
             for run, _ in args.candidates:
                 if store.run(run) is None:

@@ -103,7 +103,8 @@ def add_proof_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--restarted", action="store_true", help="the engine was restarted between "
                    "the scrapes on purpose (its start time must show it)")
     p.add_argument("--read-fraction-min", default="90",
-                   help="%% of the expected tokens the engine must have read (default 90)")
+                   help="%% of the expected tokens the engine must have read (default 90; "
+                   "90, or 90%%: a number from 0 to 1 without %% is refused as a fraction)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
 
 
@@ -139,6 +140,18 @@ def _scrape(paths: list[Path], engine: str) -> MetricSet:
 
 # What a byte counter can hold: an int64, as /proc and sysfs give them.
 BYTES = Range(0, 2**63 - 1, whole=True, unit="bytes")
+
+
+def _percent(text: str, option: str) -> float | None:
+    """A percentage, "90" or "90%"; a bare number from 0 to 1 ("0.9") is a fraction someone
+    meant as 90 %, which would be read as 0.9 %: refused, naming what to write."""
+    words = text.strip()
+    value = _number(words.removesuffix("%").strip(), option)
+    if value is not None and not words.endswith("%") and 0 < value <= 1:
+        raise ValueError(f"{option}: {text!r} would be read as {value:g} %, not "
+                         f"{100 * value:g} %: write {100 * value:g} for {100 * value:g} %, or "
+                         f"{value:g}% if you mean {value:g} %")
+    return value
 
 
 def _number(text: str | None, option: str, within: Range | None = None) -> float | None:
@@ -200,8 +213,8 @@ def evidence_from(args: argparse.Namespace) -> tuple[ProbeEvidence, ProofContext
     for model, values in ((StorageReads, {f"{k}_bytes": counted(f"--{k}-bytes")
                                           for k in ("device", "nic", "rdma")}),
                           (ProofContext, dict(
-                              read_fraction_min=_number(args.read_fraction_min,
-                                                        "--read-fraction-min"),
+                              read_fraction_min=_percent(args.read_fraction_min,
+                                                         "--read-fraction-min"),
                               expected_ranks=_number(args.ranks, "--ranks"),
                               restore_bw=_bytes(args.restore_bw, "restore-bw", parse_rate),
                               link_bw=_bytes(args.link_bw, "link-bw", parse_rate),

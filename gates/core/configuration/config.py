@@ -47,6 +47,9 @@ def read_document(path: Path) -> tuple[dict[str, Any], str]:
     except OSError as exc:
         raise ConfigError(path, [f"cannot read: {exc.strerror}"]) from None
     as_json = path.suffix.lower() == ".json"
+    if raw.startswith(b"\xef\xbb\xbf"):  # tomllib reads it as "invalid statement" at 1:1
+        raise ConfigError(path, ["the file starts with a UTF-8 byte-order mark (EF BB BF, "
+                                 "which some Windows editors add): save it as UTF-8 without one"])
     try:
         data = json.loads(raw) if as_json else tomllib.loads(raw.decode())
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     Field,
     PositiveInt,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -19,6 +18,7 @@ from ..quantities import Bytes, Duration, Rate, Size
 from ..statistics import ROUNDS
 from .arms import Arms, WrittenPath
 from .cross_checks import KeyedError, fio_problem, site_problem, sweep_problem
+from .engine_limits import engine_workload_problem, sim_context_problem, sweep_chunk_problem
 from .soak_settings import SoakSettings
 from .strict import Strict
 from .sweep_settings import SweepSettings
@@ -143,7 +143,7 @@ class Topology(Strict):
     capacity: Size | None = None  # ordered usable capacity of the target's block device
     mount_options: list[str] = []  # options the target's mount must carry, e.g. ["noatime"]
     interfaces: list[str] = []  # NICs that carry storage traffic, e.g. ["ens1f0np0"]
-    mtu: PositiveInt | None = None  # minimum MTU on those NICs
+    mtu: PositiveInt | None = Field(default=None, le=65535)  # minimum MTU on those NICs
     rdma_device: str = ""  # e.g. "mlx5_0"; "" = the RDMA devices of the interfaces
     gds: Literal["", "NVMe P2PDMA", "NVMe", "NVMeOF", "SCSI", "ScaleFlux CSD", "NVMesh", "NFS",
                  "WekaFS", "DDN EXAScaler", "IBM Spectrum Scale", "BeeGFS", "ScaTeFS", "VIRTIOFS",
@@ -183,7 +183,7 @@ class WorkloadSettings(Strict):
     output_tokens: PositiveInt = 32
     chunk_tokens: PositiveInt = 256  # the tier's chunk size (LMCache: 256 tokens)
     vocab: int = Field(default=32000, gt=1000)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)  # random.seed(-1) is seed(1): one workload, two names
     warmup: int = Field(default=2, ge=0)
     eviction: Literal["reset", "flood", "restart", "none"] = "reset"  # none: proof must fail
     filler_contexts: int = Field(default=0, ge=0)  # for eviction = "flood"
@@ -266,22 +266,11 @@ class Site(Strict):
 
     @model_validator(mode="after")
     def _engine_workload_fits(self, info: ValidationInfo) -> Site:
-        for where, keys in (("engine.workload", self.engine.workload),
-                            ("engine.vllm.workload", self.engine.vllm.workload)):
-            unknown = sorted(set(keys) - set(WorkloadSettings.model_fields))
-            if unknown:
-                raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (known: "
-                                 f"{', '.join(WorkloadSettings.model_fields)})")
-            try:
-                # A bad value fails now, not when it is chosen, and as the file wrote it: a
-                # time carries its unit here as in [workload].
-                WorkloadSettings.model_validate(self.workload.model_dump(mode="json") | keys,
-                                                context=info.context)
-            except ValidationError as exc:
-                raise ValueError(f"{where}: " + "; ".join(
-                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
-                    from None
-        if problem := site_problem(self) or sweep_problem(self):
+        # A bad value of an engine's workload fails now, not when it is chosen, and as the file
+        # wrote it (a time carries its unit there as in [workload]).
+        if problem := (engine_workload_problem(self, info.context) or site_problem(self)
+                       or sweep_problem(self) or sim_context_problem(self)
+                       or sweep_chunk_problem(self)):
             raise problem
         return self
 

@@ -1,10 +1,12 @@
 """The base of every configuration table: unknown keys are errors, assignments are checked, and
 what a person wrote means what it says: no control character in a text (it would be printed
 among kvgate's lines: gates.core.text), no TOML boolean where a number is meant (Python counts
-`true` as 1: "repetitions = true" would read as one repetition)."""
+`true` as 1: "repetitions = true" would read as one repetition), no inf or nan (TOML has
+them: a limit of inf passes nothing, and nan compares false with everything)."""
 
 from __future__ import annotations
 
+import math
 import typing
 from typing import Any
 
@@ -37,6 +39,9 @@ class Strict(BaseModel):
     def _as_written(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str) and (problem := refusal(value)):
             raise ValueError(problem)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{value!r} is no limit (nothing passes inf, everything passes "
+                             "-inf, nan compares false): write a finite number")
         field = cls.model_fields.get(info.field_name or "")
         if field is not None and _booleans(value) and not ({bool, Any} & _types(
                 field.annotation)):

@@ -52,9 +52,10 @@ class Decision(Strict):
 
 
 class G1Limits(Strict):
-    seq_read_bw_min: Rate
-    seq_write_bw_min: Rate
-    kv_restore_bw_min: Rate
+    # A floor of 0 B/s passes every array, a broken one too.
+    seq_read_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
+    seq_write_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
+    kv_restore_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
     randread_4k_qd1_p99_max: Duration = Field(gt=0, description="no I/O completes in no time")
     randread_4k_iops_min: float = Field(gt=0)
     steady_state_spread_max: Percent = 20.0
@@ -64,7 +65,7 @@ class G1Limits(Strict):
     # (unset: reported, held against nothing), the straggler spread (fastest - slowest host,
     # % of the fastest), and one host's restore rate under a neighbour's declared writes, as a %
     # of its rate alone.
-    hosts_aggregate_bw_min: Rate | None = None
+    hosts_aggregate_bw_min: Rate | None = Field(default=None, gt=0)
     hosts_spread_max: Percent = 25.0
     neighbour_restore_min: Percent = 70.0
     # Configuration checks (G1 arrival): new drives, the ordered capacity, healthy media.
