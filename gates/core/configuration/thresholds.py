@@ -52,7 +52,6 @@ class Decision(Strict):
 
 
 class G1Limits(Strict):
-    # A floor of 0 B/s passes every array, a broken one too.
     seq_read_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
     seq_write_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
     kv_restore_bw_min: Rate = Field(gt=0, description="a floor of 0 B/s passes every array")
