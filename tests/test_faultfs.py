@@ -222,3 +222,20 @@ def test_the_mount_is_gone_after_a_failing_test_with_a_file_still_open(tmp_path)
     assert raised.value.errno == errno.ENOTCONN
     with contextlib.suppress(OSError):  # close's flush meets the same ENOTCONN
         os.close(fd)
+
+
+def test_eio_while_kvgate_hashes_the_kv_files_is_a_phase_error_naming_file_and_errno(
+        faultfs):  # noqa: F811
+    # The G3 read-back hashes every KV file before the drop and after the probe: a refused read
+    # there was "check did not measure: [Errno 5] Input/output error", naming no file.
+    from gates.inference import PhaseError, drop_page_cache
+    from gates.inference.kv_files import read_back
+
+    write_file(faultfs, "chunk-0007.kv", payload(BLOCK))
+    stored: dict[str, str] = {}
+    drop_page_cache(faultfs.mountpoint, stored)
+    faultfs.set(Fault("error", op="read", errno=errno.EIO))
+    with pytest.raises(PhaseError, match=r"KV file chunk-0007\.kv at offset 0: EIO \(5\)"):
+        read_back(faultfs.mountpoint, stored)
+    with pytest.raises(PhaseError, match=r"KV file chunk-0007\.kv at offset 0: EIO \(5\)"):
+        drop_page_cache(faultfs.mountpoint, {})

@@ -9,6 +9,7 @@ until the directory's file set, sizes and times hold still across two looks.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -111,12 +112,18 @@ class KvReadBack(BaseModel):
     vanished: int = 0
 
 
-def file_sha256(fd: int) -> str:
-    """SHA-256 of an open file from its start (os.pread: the descriptor's offset untouched)."""
+def file_sha256(fd: int, name: str = "") -> str:
+    """SHA-256 of an open file from its start (os.pread: the descriptor's offset untouched);
+    PhaseError naming the file, the offset and the errno when the storage refuses a read."""
     digest, offset = hashlib.sha256(), 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        digest.update(chunk)
-        offset += len(chunk)
+    try:
+        while chunk := os.pread(fd, 1 << 20, offset):
+            digest.update(chunk)
+            offset += len(chunk)
+    except OSError as e:
+        code = errno.errorcode.get(e.errno or 0, "no errno")
+        raise PhaseError(f"the storage refused kvgate's own read of KV file {name or fd} at "
+                         f"offset {offset:,}: {code} ({e.errno}), {e.strerror}") from None
     return digest.hexdigest()
 
 
@@ -131,7 +138,7 @@ def read_back(kv_dir: Path, stored: dict[str, str]) -> KvReadBack:
             continue
         try:
             found.bytes += os.fstat(fd).st_size
-            now = file_sha256(fd)
+            now = file_sha256(fd, name)
         finally:
             os.close(fd)
         found.files += 1

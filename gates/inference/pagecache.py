@@ -50,7 +50,7 @@ def drop_page_cache(kv_dir: Path, stored: dict[str, str] | None = None,
         try:
             was = _resident(fd, name, unmeasured)
             if stored is not None:
-                stored[name] = file_sha256(fd)
+                stored[name] = file_sha256(fd, name)
             os.fsync(fd)  # dirty pages are not dropped: write them out first
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             if was is not None:  # else it is named in unmeasured already
