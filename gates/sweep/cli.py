@@ -44,8 +44,8 @@ and cpu_tier, or [sweep]'s, the host's memory), and says from which size up
 both gains clear G3's limits and the evidence chain proves storage reads. It has no verdict.
 
 exit codes: 0 every size measured, 1 a size that could not be measured (its reason on the
-page), 2 bad input (the files, a size, a run to resume that has no sweep, no room on the
-target)"""
+page), 2 bad input (the files, a size, a run to resume that has no sweep or would measure
+something else, no room on the target), 130 interrupted (continue with --resume)"""
 
 
 def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
@@ -91,6 +91,19 @@ def _resumed(args: argparse.Namespace) -> tuple[RunOptions, SweepPlan | None, st
     options.site = args.site or Path(plan.site_file)
     options.thresholds = args.thresholds or Path(plan.thresholds_file)
     return options, plan, ""
+
+
+INTERRUPTED = 130  # the shell's code for Ctrl-C: nothing failed, the sweep is only paused
+
+
+def _interrupted(plan: SweepPlan, sweeps: SweepStore, out: Path) -> int:
+    done = len(sweeps.points(plan.run_id))
+    Console(stderr=True, soft_wrap=True).print(
+        f"[yellow]interrupted[/]: sweep {plan.run_id} stopped; {done} of {len(plan.sizes)} "
+        "working sets are committed (the size it was measuring is measured again, its "
+        f"files kept): continue with `kvgate sweep --resume {plan.run_id} --out "
+        f"{escape(str(out))}`", highlight=False)
+    return INTERRUPTED
 
 
 def _room(session: GateSession, plan: SweepPlan) -> str:
@@ -141,8 +154,11 @@ def sweep_command(args: argparse.Namespace, console: Console,
                       f"({', '.join(format_size(s.working_set) for s in plan.sizes)}), "
                       f"{plan.pairs} ABBA pairs each at concurrency {plan.concurrency}, "
                       f"engine {chosen(session).engine}", highlight=False, markup=False)
-        points = run_sweep(session, plan, sweeps,
-                           lambda line: console.print(line, highlight=False, markup=False))
+        try:
+            points = run_sweep(session, plan, sweeps,
+                               lambda line: console.print(line, highlight=False, markup=False))
+        except KeyboardInterrupt:  # Ctrl-C: every committed point is kept, as G3's and G4's
+            return _interrupted(plan, sweeps, options.out)
         record = sweep_record(session, plan, points)
         files = write_sweep(options.out, record)
     finally:

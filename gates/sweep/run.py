@@ -30,6 +30,7 @@ from ..proof import ProofContext
 from ..session import GateSession
 from ..storage import step_progress
 from .forecast import proofs_of
+from .measures import attempt_tag, changed, measured
 from .store import SweepPlan, SweepStore
 
 GATE = "sweep"  # names its logs and device references in the evidence, as a gate's would
@@ -71,12 +72,20 @@ def plan_of(session: GateSession, per_context: int) -> SweepPlan:
                      thresholds_file=str(session.thresholds_file.path),
                      sizes=sweep_sizes(sweep.sizes, sweep.concurrency, per_context),
                      pairs=sweep.pairs, concurrency=sweep.concurrency,
-                     context_bytes=per_context, engine=chosen(session).engine)
+                     context_bytes=per_context, engine=chosen(session).engine,
+                     measures=measures_now(session))
+
+
+def measures_now(session: GateSession) -> dict[str, str]:
+    """What this session's sweep would measure (gates.sweep.measures)."""
+    return measured(engine_site(session.site, chosen(session)), session.thresholds_file.sha256)
 
 
 def resume_problem(session: GateSession, plan: SweepPlan, per_context: int) -> str:
     """Why this run cannot go on measuring the plan ("" if it can): the points would not be
     of one engine and one workload."""
+    if problem := changed(plan.run_id, plan.measures, measures_now(session)):
+        return problem
     engine = chosen(session).engine
     if plan.engine and engine != plan.engine:
         return (f"sweep {plan.run_id} began on {plan.engine}; this machine now chooses "
@@ -128,9 +137,10 @@ def _pairs(session: GateSession, site: Site, plan: SweepPlan, tag: str, bar,
 
 
 def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSize,
-            proofs: tuple[ProofContext, int | None]) -> SweepPoint:
+            proofs: tuple[ProofContext, int | None], tag: str = "") -> SweepPoint:
     """One size's point, or a point that says why it has no figures; proofs: what the
-    storage-read proof holds the probes against (engines.proof_context), and KV bytes/token."""
+    storage-read proof holds the probes against (engines.proof_context), and KV bytes/token;
+    tag: its evidence files' (measures.attempt_tag)."""
     site = point_site(engine_site(session.site, run), size.contexts)
     for name in ("baseline", "candidate"):
         if problem := arm_problem(site, name, run, session.site_file.path):
@@ -140,7 +150,8 @@ def measure(session: GateSession, run: EngineRun, plan: SweepPlan, size: SweepSi
     with step_progress(f"sweep {format_size(size.working_set)} ({size.contexts} contexts)",
                        2 * plan.pairs * step_s) as bar:
         try:
-            pairs = _pairs(session, site, plan, f"-{size.contexts}ctx", bar, step_s, aside)
+            pairs = _pairs(session, site, plan, tag or f"-{size.contexts}ctx", bar, step_s,
+                           aside)
         except ProtocolError as exc:
             return _failed(size, plan, str(exc), time.monotonic() - started)
     seconds = time.monotonic() - started
@@ -169,7 +180,9 @@ def run_sweep(session: GateSession, plan: SweepPlan, sweeps: SweepStore,
     for idx, size in enumerate(plan.sizes):
         if idx in done:
             continue
-        point = measure(session, run, plan, size, proofs)
+        evidence = session.store.run_dir(plan.run_id) / "evidence"
+        names = [*sweeps.store.manifest(plan.run_id), *(p.name for p in evidence.glob("*"))]
+        point = measure(session, run, plan, size, proofs, attempt_tag(size.contexts, names))
         sweeps.add_point(plan.run_id, idx, point)
         done[idx] = point
         say(point_line(idx, len(plan.sizes), point))

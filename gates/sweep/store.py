@@ -33,6 +33,9 @@ class SweepPlan(BaseModel):
     concurrency: int
     context_bytes: int
     engine: str = ""  # the engine chosen when it began: a resume must measure the same one
+    # What it measures (gates.sweep.measures): site, target, arms, limits, workload; {} in a
+    # plan written before kvgate kept them.
+    measures: dict[str, str] = {}
 
 
 class SweepStore:
