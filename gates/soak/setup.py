@@ -42,9 +42,19 @@ class OperatingPoint(NamedTuple):
 def operating_point(store: Store, g3: GateRecord) -> OperatingPoint:
     """G3's highest concurrency level, its median candidate throughput, its server's word."""
     path = store.run_dir(g3.run_id) / "evidence" / G3_FILE
-    if not path.exists() or sha256_file(path) != g3.evidence.get(f"evidence/{G3_FILE}"):
-        raise SetupError(f"G3's repetitions {path} are missing or altered (SHA-256 does not "
-                         "match the G3 record)")
+    listed = g3.evidence.get(f"evidence/{G3_FILE}")
+    # Said as `kvgate verify` says it: a file the record never listed is no altered file.
+    if listed is None:
+        raise SetupError(f"G3 run {g3.run_id} wrote no candidate repetitions: its record "
+                         f"({g3.verdict.value}) lists no evidence/{G3_FILE}, so G3 was "
+                         "interrupted (or stopped) before its repetitions were written; G4 "
+                         "soaks at G3's operating point: run G3 again")
+    if not path.is_file():
+        raise SetupError(f"G3's repetitions {path} are missing (listed in run {g3.run_id}'s "
+                         "G3 record)")
+    if (actual := sha256_file(path)) != listed:
+        raise SetupError(f"G3's repetitions {path} were altered (SHA-256 {actual[:16]}… but "
+                         f"the G3 record lists {listed[:16]}…)")
     reps = [Repetition.model_validate(r) for r in json.loads(path.read_text())]
     top = max(r.concurrency for r in reps)
     tputs = [r.output_throughput for r in reps if r.concurrency == top and r.output_throughput]
