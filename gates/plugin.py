@@ -224,6 +224,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    failed = call.excinfo.value if call.excinfo else None
+    if item_gate(item) and isinstance(failed, StoreError):
+        # The store failed under a check or its fixture (a lock, a full disk): every check after
+        # it would fail the same way, a traceback each. Stop after this one, said once.
+        item.session.shouldstop = (f"{item_gate(item).upper()}: the store failed, so the run "
+                                   f"stops: {failed}")
+        report.longrepr = None if report.skipped else "(the store failed: see the line below)"
+        return report
     # A gate check that crashed or was skipped without recording must not vanish.
     if (item_gate(item) and call.when != "teardown" and not item.stash.get(RECORDED_KEY, False)
             and (report.failed or report.skipped)):
@@ -246,6 +254,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     writer = session.config.pluginmanager.get_plugin("terminalreporter")
     try:
         _finish(gate_run, writer)
+        if gone := gate_run.store.gone():  # its records were written beside, not in, a store
+            folder = gate_run.store.run_dir(gate_run.run_id)
+            pytest.exit(f"{gone}. This run's records were written to {folder} "
+                        f"({', '.join(f'{g}.json' for g in requested) or 'none'}, their reports "
+                        "and summary) and verify as written there; no store holds them: "
+                        "restore the store, or run again into a folder that keeps it",
+                        returncode=2)
     except (StoreError, OSError) as exc:  # a full disk, a read-only mount: said, exit 2
         pytest.exit(f"the run's gate records could not be stored: {exc}", returncode=2)
     finally:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .holders import holders_said
+
 # How long a write waits for another process's transaction before it is "locked".
 BUSY_TIMEOUT = 30.0
 
@@ -75,6 +77,9 @@ def explain(path: Path, exc: sqlite3.Error | OSError, what: str = "kvgate store"
     primary = code & 0xFF if isinstance(code, int) else 0  # extended codes share the low byte
     cause, remedy = _CAUSES.get(primary, ("SQLite refused it", "check the file and its folder, "
                                           "then run again"))
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) and (who := holders_said(path)):
+        cause = cause.replace("another process holds it locked", f"another process holds it "
+                              f"locked, {who}", 1)
     return StoreError(path, cause, remedy.format(path=path), f"SQLite: {exc}", primary, what)
 
 

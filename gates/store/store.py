@@ -47,6 +47,14 @@ class RunInfo(dict):
     """A run's row in the store (a plain mapping of column to value)."""
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Store:
     """One SQLite file under the output directory, plus one folder per run.
 
@@ -65,6 +73,7 @@ class Store:
         except OSError as exc:
             raise explain(self.out_dir, exc, "the reports folder") from exc
         self.db = connect(self.path)
+        self.identity = _identity(self.path)
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a commit survives a crash of kvgate without an fsync that would
@@ -80,6 +89,17 @@ class Store:
     def reading(cls, out_dir: Path) -> Store:
         """The existing store under out_dir, to read only; StoreError when there is none."""
         return cls(out_dir, read_only=True)
+
+    def gone(self) -> str:
+        """How the store file this connection writes left its place ("" while it is there):
+        SQLite keeps writing a deleted (or replaced) file, and nobody would read it again."""
+        now = _identity(self.path)
+        if now == self.identity or self.read_only:
+            return ""
+        how = "deleted" if now is None else "replaced by another file"
+        return (f"kvgate store {self.path} was {how} while the run was writing it: what the run "
+                "stored since went into the removed file and is lost with it (and every earlier "
+                "run's rows, unless a copy or a bundle of them is kept)")
 
     def has_table(self, name: str) -> bool:
         """Whether the store holds that table (one opened to read cannot create it)."""
