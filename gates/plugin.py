@@ -254,13 +254,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     writer = session.config.pluginmanager.get_plugin("terminalreporter")
     try:
         _finish(gate_run, writer)
-        if gone := gate_run.store.gone():  # its records were written beside, not in, a store
-            folder = gate_run.store.run_dir(gate_run.run_id)
-            pytest.exit(f"{gone}. This run's records were written to {folder} "
-                        f"({', '.join(f'{g}.json' for g in requested) or 'none'}, their reports "
-                        "and summary) and verify as written there; no store holds them: "
-                        "restore the store, or run again into a folder that keeps it",
-                        returncode=2)
+        if gone := gate_run.store.gone(gate_run.run_id, requested):  # written, but no store
+            pytest.exit(gone, returncode=2)
     except (StoreError, OSError) as exc:  # a full disk, a read-only mount: said, exit 2
         pytest.exit(f"the run's gate records could not be stored: {exc}", returncode=2)
     finally:

@@ -90,16 +90,21 @@ class Store:
         """The existing store under out_dir, to read only; StoreError when there is none."""
         return cls(out_dir, read_only=True)
 
-    def gone(self) -> str:
+    def gone(self, run_id: str = "", gates: Iterable[str] = ()) -> str:
         """How the store file this connection writes left its place ("" while it is there):
-        SQLite keeps writing a deleted (or replaced) file, and nobody would read it again."""
+        SQLite keeps writing a deleted (or replaced) file, and nobody would read it again.
+        run_id and gates: the run whose records were written beside it, said with it."""
         now = _identity(self.path)
         if now == self.identity or self.read_only:
             return ""
         how = "deleted" if now is None else "replaced by another file"
+        written = (f". This run's records were written to {self.run_dir(run_id)} ("
+                   + (", ".join(f"{g}.json" for g in gates) or "none") + ", their reports and "
+                   "summary) and verify as written there; no store holds them: restore the "
+                   "store, or run again into a folder that keeps it") if run_id else ""
         return (f"kvgate store {self.path} was {how} while the run was writing it: what the run "
                 "stored since went into the removed file and is lost with it (and every earlier "
-                "run's rows, unless a copy or a bundle of them is kept)")
+                f"run's rows, unless a copy or a bundle of them is kept){written}")
 
     def has_table(self, name: str) -> bool:
         """Whether the store holds that table (one opened to read cannot create it)."""
