@@ -8,7 +8,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo sweep test check bench mutants tools browser faultfs engine docs clean
+.PHONY: demo sweep test check bench mutants tools browser faultfs netns engine docs clean
 
 # The demo installs what kvgate needs; the test extras (hypothesis, ruff, xdist …) only come
 # with `make test`, so the demo's ten minutes are not spent unpacking them.
@@ -29,13 +29,20 @@ tools:
 	@missing=""; \
 	command -v fio >/dev/null || missing="$$missing fio"; \
 	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
-	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	  else echo "kvgate needs:$$missing — install with: sudo apt-get install$$missing" >&2; \
 	    exit 2; fi; \
 	fi
+
+# iproute2 (ip netns, veth) for the network-namespace fio hosts of the multi-host G1 tests
+# (tests/_netns.py): the tests' need, not the demo's. Installed with apt-get when we are root.
+netns:
+	@command -v ip >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2; \
+	  else echo "the multi-host G1 tests need iproute2: sudo apt-get install iproute2" >&2; fi; }
 
 # Chromium renders the reports headless and prints them to PDF in the browser test; without
 # it that test is skipped with the reason. Installed with apt-get when we are root.
@@ -103,7 +110,7 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
-test: tools browser faultfs engine $(VENV)/.test-extras
+test: tools browser faultfs netns engine $(VENV)/.test-extras
 	@$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
@@ -112,7 +119,7 @@ test: tools browser faultfs engine $(VENV)/.test-extras
 # which"). Four workers: the end-to-end files wait on rate-limited disks, fio and engine
 # start-ups more than they use the CPU. `make test` is complete.
 CHECK_WORKERS ?= 4
-check: tools faultfs $(VENV)/.test-extras
+check: tools faultfs netns $(VENV)/.test-extras
 	@$(PYTEST) -n $(CHECK_WORKERS) --dist loadfile --no-loadscope-reorder -m "not real_engine"; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
