@@ -38,3 +38,8 @@ def test_randread_4k_qd1_latency(g1_fio, limits, band, check):
 
 def test_randread_4k_qd_sweep(g1_fio, kvgate, limits, band, check):
     check(_g1.qd_sweep(g1_fio["qd-sweep"], limits, kvgate.site.fio.qd_sweep, band))
+
+
+def test_data_integrity(g1_fio, check):
+    """The write-then-verify job: every block read back as written, or FAIL."""
+    check(_g1.verify_errors(g1_fio["verify"]))

@@ -25,6 +25,7 @@ from gates.core.configuration import load_thresholds
 from gates.core.verdicts import Outcome
 from gates.storage import StepOutcome, SubprocessRunner, g1_steps, run_step
 from gates.storage import g1 as _g1
+from gates.storage.jobs import VERIFY_FILE
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None,
                                 reason="fio is not installed (apt-get install fio)")
@@ -125,3 +126,70 @@ def test_a_stall_on_a_share_of_reads_fails_the_qd1_p99(faultfs, tmp_path, fault)
     assert measured.value >= fault.delay * 1e6  # µs
     [rule] = faultfs.stats()["faults"]
     assert rule["fired"] >= 0.01 * rule["seen"], rule
+
+
+# ---- data integrity: G1's write-then-verify job --------------------------------------------
+
+def verify_run(faultfs, tmp_path, fault=None):  # noqa: F811
+    """G1's own verify step (shipped libaio, direct = true) on the fault filesystem, judged."""
+    from gates.core.configuration import FioSettings
+
+    fio = FioSettings(file_size="16MiB")
+    [step] = [s for s in g1_steps(fio) if s.key == "verify"]
+    target = faultfs.mountpoint / "target"
+    target.mkdir()
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    if fault:
+        faultfs.set(fault)
+    run = run_step(SubprocessRunner(), step, fio, target, evidence)
+    outcome = StepOutcome(report=run.report, error=run.error,
+                          verify_failures=run.verify_failures)
+    return target, run, _g1.verify_errors(outcome)
+
+
+def test_bytes_flipped_on_read_in_the_verify_job_fail_naming_the_blocks(faultfs,  # noqa: F811
+                                                                         tmp_path):
+    """The array returns other bytes than were written (ten bytes of the fourth block):
+    g1.verify_errors FAILs, counting the block and naming its offset, length and file."""
+    block = 256 * 1024  # the shipped [fio] kv_block: the verify job's block
+    target, run, measured = verify_run(faultfs, tmp_path, Fault(
+        "flip", op="read", path=f"/target/{VERIFY_FILE}", start=3 * block + 100,
+        end=3 * block + 110))
+    assert measured.outcome is Outcome.FAIL, (measured.value, measured.note)
+    assert measured.value == 1 and measured.id == "g1.verify_errors"
+    assert f"offset {3 * block} length {block}" in measured.note \
+        and str(target / VERIFY_FILE) in measured.note, measured.note
+    assert not run.error, run.error  # a verify mismatch is the rule's FAIL, not a job error
+    # fio runs in the target: no verify dump or *-verify.state file is left beside the data
+    assert [p.name for p in target.iterdir()] == [VERIFY_FILE]
+
+
+def test_three_flipped_blocks_are_each_counted(faultfs, tmp_path):  # noqa: F811
+    """verify_fatal = 0 and continue_on_error = verify: every bad block is counted, not the
+    first alone."""
+    block = 256 * 1024
+    _, _, measured = verify_run(faultfs, tmp_path, Fault(
+        "flip", op="read", path=f"/target/{VERIFY_FILE}", start=3 * block + 100,
+        end=5 * block + 110))
+    assert measured.outcome is Outcome.FAIL and measured.value == 3, measured.note
+    assert "3 blocks" in measured.note, measured.note
+
+
+def test_a_clean_mount_passes_the_verify_job(faultfs, tmp_path):  # noqa: F811
+    """Every byte read back as written: 0 verify errors, PASS, and the note says how much was
+    checked."""
+    _, run, measured = verify_run(faultfs, tmp_path)
+    assert measured.outcome is Outcome.PASS, measured.note
+    assert measured.value == 0 and "16 MiB" in measured.note, measured.note
+
+
+def test_eio_in_the_verify_job_is_an_error_naming_job_errno_and_file(faultfs,  # noqa: F811
+                                                                      tmp_path):
+    """The verify job's reads fail: ERROR (nothing was verified), naming the job, EIO and the
+    file — never a PASS on 0 counted mismatches."""
+    target, _, measured = verify_run(faultfs, tmp_path, Fault(
+        "error", op="read", errno=errno.EIO, path=f"/target/{VERIFY_FILE}"))
+    assert measured.outcome is Outcome.ERROR, (measured.value, measured.note)
+    assert "job verify" in measured.note and "EIO" in measured.note \
+        and str(target / VERIFY_FILE) in measured.note, measured.note

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.storage import FioParseError, combine, parse_fio_json
+from gates.storage import FioParseError, parse_fio_json
 from gates.storage.fio import (
     ALL_CLIENTS,
     FioReport,
     Latency,
+    combine,
     merge_bins,
     percentile_from_bins,
     samples_support,

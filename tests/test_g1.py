@@ -365,3 +365,64 @@ def test_a_g1_run_records_another_process_writing_to_its_device(tmp_path, repo, 
     lines = [d for d in deviations if d.startswith(f"other I/O on the target's device {device} ")]
     assert lines, (deviations, done.stdout[-2000:])
     assert all("MiB that fio did not do" in d and "written" in d for d in lines)
+
+
+# ---- data integrity: the write-then-verify job ---------------------------------------------
+
+def recorded_verify() -> tuple[FioReport, str]:
+    """fio 3.33's report and stderr of G1's verify job with three blocks flipped on read."""
+    return (parse_fio_json((DATA / "verify_flipped.json").read_text()),
+            (DATA / "verify_flipped.stderr.txt").read_text())
+
+
+def test_recorded_verify_failures_fail_naming_every_block():
+    from gates.storage.fioerrors import parse_verify_failures
+
+    report, stderr = recorded_verify()
+    failures = parse_verify_failures(stderr)
+    assert [(f.offset, f.length) for f in failures] == [(786432, 262144), (1310720, 262144),
+                                                        (1048576, 262144)]
+    assert failures[1].what == "verify: bad magic header 5335, wanted acca"
+    m = _g1.verify_errors(StepOutcome(report=report, verify_failures=failures))
+    assert (m.outcome, m.value, m.id) == (Outcome.FAIL, 3, "g1.verify_errors")
+    assert m.note.startswith("3 blocks read back other than written, 16 MiB read back of "
+                             "16 MiB written: crc32c: verify failed at "), m.note
+    assert "kvgate-verify.dat offset 786432 length 262144" in m.note
+
+
+def test_a_verify_mismatch_is_counted_by_the_rule_not_reported_as_a_job_error():
+    """fio ends the verify job with EILSEQ (84) for its mismatches: G1's job errors leave that
+    to g1.verify_errors; the same errno in any other job is a job error."""
+    from gates.core.configuration import FioSettings
+    from gates.storage.fioerrors import job_errors
+    from gates.storage.jobs import verify_step
+
+    report, stderr = recorded_verify()
+    assert job_errors(report, verify_step(FioSettings(file_size="16MiB")), stderr) == ""
+    other = verify_step(FioSettings(file_size="16MiB"))
+    other.jobs[0].options.pop("continue_on_error")
+    assert "job verify: error 84 (EILSEQ" in job_errors(report, other, stderr)
+
+
+def test_an_eilseq_without_failure_lines_or_total_err_still_fails():
+    """fio said EILSEQ but its lines were lost: at least one block failed, never a PASS."""
+    document = json.loads((DATA / "verify_flipped.json").read_text())
+    document["jobs"][0]["total_err"] = 0
+    m = _g1.verify_errors(StepOutcome(report=parse_fio_json(json.dumps(document))))
+    assert (m.outcome, m.value) == (Outcome.FAIL, 1), m.note
+
+
+def test_a_verify_job_that_read_back_less_than_it_wrote_is_an_error():
+    """Unread blocks are unverified: 0 mismatches over a partial read-back is no PASS."""
+    document = json.loads((DATA / "verify_flipped.json").read_text())
+    job = document["jobs"][0]
+    job.update(error=0, total_err=0)
+    job["read"]["io_bytes"] = 8 * 1024**2
+    m = _g1.verify_errors(StepOutcome(report=parse_fio_json(json.dumps(document))))
+    assert m.outcome is Outcome.ERROR, m.note
+    assert "checked only 8 MiB read back of 16 MiB written" in m.note, m.note
+
+
+def test_no_verify_job_in_the_report_is_an_error():
+    m = _g1.verify_errors(step("seqwrite_1m.json"))
+    assert m.outcome is Outcome.ERROR and "no job named 'verify'" in m.note, m.note

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from _tooldata import tool_text
 
-from gates.soak.fio_verify import FioVerify, parse_verify_failures, verify_job
+from gates.soak.fio_verify import FioVerify, verify_job
 from gates.soak.health import FreeSpace, ProcessHealth, WindowContext
 from gates.soak.kernel_log import KernelLog, scan_kernel_log
 from gates.soak.nvme_health import NvmePaths, Smart
 from gates.storage import SubprocessRunner, ToolMissing
+from gates.storage.fioerrors import parse_verify_failures
 from gates.storage.runner import Completed, ScriptedRunner
 
 KERNEL = Path(__file__).parent / "data" / "kernel"

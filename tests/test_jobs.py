@@ -8,7 +8,13 @@ import pytest
 
 from gates.core.configuration import FioSettings
 from gates.storage import bytes_needed, files_written, g1_steps
-from gates.storage.jobs import READ_FILE, WRITE_FILE, JobFileError, render_jobfile
+from gates.storage.jobs import (
+    READ_FILE,
+    VERIFY_FILE,
+    WRITE_FILE,
+    JobFileError,
+    render_jobfile,
+)
 
 DEVICE = "/dev/disk/by-path/pci-0000:00:1f.2-nvme-1"
 
@@ -39,15 +45,15 @@ def options(text: str) -> dict[str, dict[str, str]]:
 def test_step_keys_and_jobs(fio):
     steps = g1_steps(fio)
     assert [s.key for s in steps] == ["precondition", "seqread", "seqwrite", "randread-qd1",
-                                      "qd-sweep", "kvrestore"]
+                                      "qd-sweep", "kvrestore", "verify"]
     assert {s.key: [j.name for j in s.jobs] for s in steps} == {
         "precondition": ["precondition"], "seqread": ["seqread"], "seqwrite": ["seqwrite"],
         "randread-qd1": ["randread-qd1"],
         "qd-sweep": ["randread-qd1", "randread-qd4", "randread-qd16"],
-        "kvrestore": ["kvrestore"]}
+        "kvrestore": ["kvrestore"], "verify": ["verify"]}
     assert {s.key: s.direction for s in steps} == {
         "precondition": "write", "seqread": "read", "seqwrite": "write",
-        "randread-qd1": "read", "qd-sweep": "read", "kvrestore": "read"}
+        "randread-qd1": "read", "qd-sweep": "read", "kvrestore": "read", "verify": "write"}
 
 
 def test_precondition_writes_the_read_file_fully(fio):
@@ -99,6 +105,18 @@ def test_kvrestore_job(fio):
     assert (job.options["numjobs"], job.options["iodepth"]) == ("3", "8")
     assert job.options["group_reporting"] == "1"
     assert job.options["ss"] == "iops:10%"
+
+
+def test_verify_job_writes_then_checks_every_block(fio):
+    """crc32c in every KV-chunk block, read back and checked; every bad block counted."""
+    (job,) = next(s for s in g1_steps(fio) if s.key == "verify").jobs
+    assert job.options == {
+        "rw": "write", "filename": VERIFY_FILE, "bs": str(128 * 1024), "iodepth": "8",
+        "size": str(64 * 1024**2), "verify": "crc32c", "do_verify": "1", "verify_fatal": "0",
+        "verify_dump": "0", "verify_state_save": "0", "continue_on_error": "verify"}
+    small = fio.model_copy(update={"file_size": 16 * 1024**2})
+    (job,) = next(s for s in g1_steps(small) if s.key == "verify").jobs
+    assert job.options["size"] == str(16 * 1024**2)  # never more than [fio] file_size
 
 
 def test_render_pins_directory_and_plain_names(fio):
@@ -153,10 +171,10 @@ def test_every_value_is_one_line(fio):
 
 
 def test_files_written(fio):
-    assert files_written(g1_steps(fio)) == {READ_FILE, WRITE_FILE}
+    assert files_written(g1_steps(fio)) == {READ_FILE, WRITE_FILE, VERIFY_FILE}
     assert all("/" not in name for name in files_written(g1_steps(fio)))
     assert files_written(g1_steps(fio, DEVICE)) == {DEVICE}
 
 
 def test_bytes_needed(fio):
-    assert bytes_needed(fio) == 2 * 64 * 1024**2
+    assert bytes_needed(fio) == 2 * 64 * 1024**2 + 64 * 1024**2  # read, write, verify files

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..storage import CommandRunner, FioParseError, ToolMissing, job_value, parse_fio_json
+from ..storage import (
+    CommandRunner,
+    FioParseError,
+    ToolMissing,
+    fioerrors,
+    job_value,
+    parse_fio_json,
+)
 from .health import MAX_DETAILS, BaseCollector, WindowContext
 from .rules import VERIFY, HealthReading
 
@@ -24,27 +31,6 @@ VERIFY_FILE = "kvgate-soak-verify.dat"
 # device" and "fio: io_u error on file F: ...: write offset=N, buflen=M" (io_u.c, filesetup.c).
 EILSEQ = errno.EILSEQ
 _FIO_ERROR = re.compile(r"^fio: (?:pid=\d+, err=|io_u error )")
-_VERIFY = re.compile(r"^(?P<what>.*?(?:verify|bad ).*?) at file (?P<file>.+?) offset "
-                     r"(?P<offset>\d+), length (?P<length>\d+)")
-
-
-class VerifyFailure(BaseModel):
-    """One block fio could not verify: where, and what fio said."""
-
-    file: str
-    offset: int
-    length: int
-    what: str
-
-    def describe(self) -> str:
-        """One line for the report."""
-        return f"{self.what.strip()} at {self.file} offset {self.offset} length {self.length}"
-
-
-def parse_verify_failures(stderr: str) -> list[VerifyFailure]:
-    """Verify failures fio printed (``crc32c: verify failed at file F offset N, length L``)."""
-    return [VerifyFailure(file=m["file"], offset=int(m["offset"]), length=int(m["length"]),
-                          what=m["what"]) for m in map(_VERIFY.match, stderr.splitlines()) if m]
 
 
 def fio_error_lines(text: str) -> list[str]:
@@ -102,8 +88,8 @@ class FioVerify(BaseCollector):
         self.size, self.block, self.rate, self.ioengine = size, block, rate, ioengine
         self.direct, self.binary, self.timeout, self.between = direct, binary, timeout, between
 
-    def _pass(self, verify_only: bool, jobs: Path) -> tuple[int, list[VerifyFailure], str,
-                                                            JobError | None]:
+    def _pass(self, verify_only: bool,
+              jobs: Path) -> tuple[int, list[fioerrors.VerifyFailure], str, JobError | None]:
         step = "verify" if verify_only else "write"
         # The job file lives outside the target: a full or read-only target must meet fio's
         # own I/O (and its errno), not kvgate's bookkeeping.
@@ -114,7 +100,7 @@ class FioVerify(BaseCollector):
                                timeout=self.timeout, cwd=self.scratch)
         if done.timed_out:
             return 0, [], f"fio {step} pass killed after {self.timeout:g} s", None
-        failures = parse_verify_failures(done.stderr)
+        failures = fioerrors.parse_verify_failures(done.stderr)
         try:
             report = parse_fio_json(done.stdout)
         except FioParseError as exc:
@@ -146,7 +132,7 @@ class FioVerify(BaseCollector):
 
     def _window(self, jobs: Path) -> HealthReading:
         written, first, error, refused = self._pass(verify_only=False, jobs=jobs)
-        second: list[VerifyFailure] = []
+        second: list[fioerrors.VerifyFailure] = []
         reread = 0
         if not (error or refused):
             if self.between:

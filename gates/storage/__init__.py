@@ -1,11 +1,11 @@
 """Storage instruments and G1: fio (jobs, runner, parser), target safety and lock, block
 devices, RAID, XFS, NVMe, NICs, the inventory, and the G1 rules and configuration checks."""
 
-from . import fiohosts, g1, g1config, g1hosts, g1shared
+from . import fioerrors, fiohosts, g1, g1config, g1hosts, g1shared
 from .blockdev import ParseError, as_int, json_document
 from .collector import Collector, Found, install_hint
 from .devref import DeviceReader
-from .fio import FioParseError, combine, parse_fio_json
+from .fio import FioParseError, parse_fio_json
 from .fiorun import fio_version, run_step
 from .g1 import StepOutcome
 from .g1charts import g1_charts
@@ -35,9 +35,9 @@ __all__ = [
     "bytes_needed",
     "check_directory",
     "collect",
-    "combine",
     "files_written",
     "fio_version",
+    "fioerrors",
     "fiohosts",
     "foreign_filesystem",
     "g1",

@@ -95,6 +95,9 @@ class FioJob(_Lenient):
     jobname: str
     groupid: int = 0
     error: int = 0
+    # fio 3.33 stat.c show_thread_status_json: "total_err" counts the job's I/O errors that
+    # continue_on_error let it go past (with continue_on_error=verify, its failed blocks).
+    total_err: Count = 0
     read: Direction = Direction()
     write: Direction = Direction()
     job_runtime: Count = 0  # ms

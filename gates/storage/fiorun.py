@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..core.configuration import FioSettings
 from .fio import FioParseError, FioReport, parse_fio_json
-from .fioerrors import job_errors
+from .fioerrors import VerifyFailure, job_errors, parse_verify_failures
 from .jobs import FioStep, JobFileError, render_jobfile
 from .runner import INSTALL_HINTS, CommandRunner, Tick, ToolMissing
 from .target import device_bytes
@@ -23,6 +23,8 @@ class FioRun:
     evidence: list[Path] = field(default_factory=list)
     # Bytes the watched block device read and wrote while fio ran (fio's and anyone else's).
     device_io: tuple[int, int] | None = None
+    # Blocks a verify job read back other than written, as fio printed them.
+    verify_failures: list[VerifyFailure] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -163,6 +165,7 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
     run.evidence.append(log)
     if output.exists():
         run.evidence.append(output)
+    run.verify_failures = parse_verify_failures(done.stderr)
     if done.timed_out:
         # The limit is the site's margin past the job's own planned time: say both, and where.
         run.error = (f"fio was killed after {fio.timeout + step.seconds:g} s: the job's planned "

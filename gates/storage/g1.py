@@ -9,6 +9,7 @@ from ..core.quantities import bandwidth_unit
 from ..core.statistics import SteadyState, SteadyStateUnavailable, snia_steady_state
 from ..core.verdicts import G1, Limit, Measurement
 from .fio import FioReport, combine, samples_support
+from .fioerrors import EILSEQ, VerifyFailure
 
 # fio job → (declared measurement id, its thresholds key, direction). The steady-state ids are
 # the bandwidth id's stem + "_steady_spread" / "_steady_slope".
@@ -39,6 +40,7 @@ class StepOutcome(BaseModel):
     report: FioReport | None = None
     error: str = ""
     evidence: list[str] = []
+    verify_failures: list[VerifyFailure] = []
 
     def problem(self) -> str:
         """Why no figure can be taken from this step, or ""."""
@@ -48,6 +50,12 @@ class StepOutcome(BaseModel):
 # Other I/O on the target's device below both of these is noise (journal, logs), not contention.
 OTHER_IO_FLOOR = 16 * 1024**2
 OTHER_IO_SHARE = 0.10  # of what fio itself moved in the job
+
+
+def restore_bw(step: StepOutcome) -> float:
+    """Bytes/s the KV-restore job read, summed over its jobs and hosts (the pre-flight's input);
+    call it on a step without a problem()."""
+    return combine(step.report.named("kvrestore"), "read").bw_bytes
 
 
 def other_io(title: str, device: str, device_io: tuple[int, int] | None,
@@ -206,3 +214,31 @@ def _qd_sweep(step: StepOutcome, limits: G1Limits, depths: list[int],
     curve = {qd: combine(step.report.named(f"randread-qd{qd}"), "read").iops for qd in depths}
     note = "IOPS by queue depth: " + ", ".join(f"QD{q} {v:,.0f}" for q, v in curve.items())
     return Measurement.measured(name, curve[max(depths)], limit, evidence=evidence, note=note)
+
+
+def verify_errors(step: StepOutcome) -> Measurement:
+    """Blocks the write-then-verify job read back other than written: none is allowed."""
+    return G1["g1.verify_errors"].stamp(_verify_errors(step))
+
+
+def _verify_errors(step: StepOutcome) -> Measurement:
+    # A fixed 0, no thresholds key: no site accepts an array that returns other bytes.
+    limit, name, evidence = Limit.at_most(0, "blocks"), G1["g1.verify_errors"].title, step.evidence
+    if step.problem():  # EIO, ENOSPC ...: nothing (or not all) was verified
+        return Measurement.error(name, step.problem(), limit, evidence=evidence)
+    jobs = step.report.named("verify")
+    if not jobs:
+        return Measurement.error(name, _no_job("verify"), limit, evidence=evidence)
+    failures = step.verify_failures
+    bad = max(sum(j.total_err for j in jobs), len(failures),
+              int(any(j.error == EILSEQ for j in jobs)))
+    written, read = (combine(jobs, d).io_bytes for d in ("write", "read"))
+    checked = f"{_mib(read)} read back of {_mib(written)} written"
+    if not bad and (not written or read < written):  # unread bytes are unverified, not good
+        return Measurement.error(name, f"the verify job checked only {checked}", limit,
+                                 evidence=evidence)
+    where = "; ".join(f.describe() for f in failures[:3]) + (
+        f" (and {len(failures) - 3} more)" if len(failures) > 3 else "")
+    note = (f"{bad} block{'s' * (bad != 1)} read back other than written, {checked}"
+            + (f": {where}" if where else "")) if bad else f"every block as written, {checked}"
+    return Measurement.measured(name, bad, limit, evidence=evidence, note=note)

@@ -9,6 +9,11 @@ from ..core.configuration import FioSettings
 READ_FILE = "kvgate-read.dat"
 WRITE_FILE = "kvgate-write.dat"
 NEIGHBOUR_FILE = "kvgate-neighbour.dat"
+VERIFY_FILE = "kvgate-verify.dat"
+# The write-then-verify job's size: 64 MiB (or [fio] file_size, if smaller) checks every block
+# of a KV-chunk-sized region in about a second on an array G1 would pass, so G1's time barely
+# grows; G4's soak verifies for hours.
+VERIFY_SIZE = 64 * 1024**2
 # Options whose value is a path: fio splits them at ":" (several files), so colons are escaped.
 PATH_OPTIONS = ("directory", "filename")
 
@@ -94,8 +99,32 @@ def g1_steps(fio: FioSettings, device: str = "") -> list[FioStep]:
                     for qd in fio.qd_sweep]),
         FioStep(key="kvrestore", title="KV restore: random reads of KV-chunk blocks",
                 seconds=fio.runtime, jobs=[kv_restore_job(fio, read_file, steady=True)]),
+        verify_step(fio, device),
     ]
     return steps
+
+
+def verify_size(fio: FioSettings) -> int:
+    """Bytes the verify job writes and reads back (see VERIFY_SIZE)."""
+    return min(VERIFY_SIZE, fio.file_size)
+
+
+def verify_step(fio: FioSettings, device: str = "") -> FioStep:
+    """Write KV-chunk blocks with a crc32c in each, read them back and check every one.
+
+    fio 3.33 HOWTO: verify=crc32c with do_verify=1 reads back what a write job wrote;
+    verify_fatal=0 checks on past the first bad block, continue_on_error=verify keeps the job
+    running so total_err counts every bad block; verify_dump=0 and verify_state_save=0 leave no
+    dump or *-verify.state file (fio writes one in its working directory, the target).
+    Direction "write": it needs no preconditioned file and runs even when that failed.
+    """
+    return FioStep(key="verify", title="Write then verify (crc32c), KV-chunk blocks",
+                   seconds=2.0, direction="write", jobs=[JobSection(name="verify", options={
+                       "rw": "write", "filename": device or VERIFY_FILE,
+                       "bs": str(fio.kv_block), "iodepth": str(fio.kv_iodepth),
+                       "size": str(verify_size(fio)), "verify": "crc32c", "do_verify": "1",
+                       "verify_fatal": "0", "verify_dump": "0", "verify_state_save": "0",
+                       "continue_on_error": "verify"})])
 
 
 def kv_restore_job(fio: FioSettings, read_file: str, steady: bool = False) -> JobSection:
@@ -174,5 +203,5 @@ def files_written(steps: list[FioStep]) -> set[str]:
 
 def bytes_needed(fio: FioSettings) -> int:
     """Space the job set needs on the target: the read file and the write file (and the
-    neighbour's, when it writes)."""
-    return (3 if neighbour_step(fio) else 2) * fio.file_size
+    neighbour's, when it writes), and the verify job's file."""
+    return (3 if neighbour_step(fio) else 2) * fio.file_size + verify_size(fio)

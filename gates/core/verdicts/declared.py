@@ -24,6 +24,7 @@ G1 = Declarations("g1", [
     Declared("g1.randread_qd1_p99", "4 KiB random read QD1 p99 latency"),
     Declared("g1.randread_iops", "4 KiB random read IOPS", per="queue depth",
              form="{title} at QD{at}"),
+    Declared("g1.verify_errors", "fio verify errors"),
 ])
 
 G2 = Declarations("g2", [
