@@ -61,9 +61,14 @@ FIO_KEYS = {"g1.seq_read_bw_min", "g1.seq_write_bw_min", "g1.kv_restore_bw_min",
             "g1.steady_state_spread_max", "g1.steady_state_slope_max"}
 
 
+# held at a fixed 0, with no thresholds key
+FIO_IDS = {"g1.verify_errors"}
+
+
 def fio_measurements(record):
     """The measurements G1 takes with fio (the configuration checks are the rest)."""
-    return [m for m in record["measurements"] if m["limit"] and m["limit"]["key"] in FIO_KEYS]
+    return [m for m in record["measurements"] if m["limit"] and (
+        m["limit"]["key"] in FIO_KEYS or m.get("id") in FIO_IDS)]
 
 
 def _run_g1(tmp_path, site_text, thresholds):
@@ -125,8 +130,9 @@ def test_unmeetable_threshold_fails_g1_with_real_fio(tmp_path, repo, tiny_site):
     assert bundle.is_file() and f"kvgate verify {bundle}" in done.stdout.replace("\n", "")
     # Intact, but nobody signed it (the tests run without a performer's key): exit 4, never 0.
     assert main(["verify", str(bundle)]) == 4
+    # the verify job's file, and no fio *-verify.state or dump file beside it
     assert sorted(p.name for p in (tmp_path / "target").iterdir()) == [
-        "kvgate-read.dat", "kvgate-write.dat"]
+        "kvgate-read.dat", "kvgate-verify.dat", "kvgate-write.dat"]
 
 
 def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site):
@@ -134,7 +140,7 @@ def test_missing_fio_is_an_error_with_the_install_hint(tmp_path, repo, tiny_site
     done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
     assert record["verdict"] == "ERROR"
-    assert len(fio_measurements(record)) == 11
+    assert len(fio_measurements(record)) == 12
     assert all(m["outcome"] == "ERROR" and "apt-get install fio" in m["note"]
                for m in fio_measurements(record))
 
@@ -143,7 +149,7 @@ def test_missing_target_directory_is_refused_before_writing(tmp_path, repo, tiny
     site = tiny_site(tmp_path / "absent" / "target")
     done, record = _run_g1(tmp_path, site, repo / "thresholds.toml")
     assert done.returncode == 2
-    assert record["verdict"] == "ERROR" and len(fio_measurements(record)) == 11
+    assert record["verdict"] == "ERROR" and len(fio_measurements(record)) == 12
     assert all(m["outcome"] == "ERROR" and "cannot create target directory" in m["note"]
                for m in fio_measurements(record))
     assert not (tmp_path / "absent").exists()

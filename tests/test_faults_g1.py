@@ -71,6 +71,8 @@ def test_eio_on_reads_is_an_error_naming_job_errno_and_file(faultfs, tmp_path,  
     sweep = next(m for n, m in measured.items() if n.startswith("4 KiB random read IOPS"))
     assert sweep["outcome"] == "ERROR" and "EIO" in sweep["note"], sweep
     assert measured["Sequential write 1 MiB bandwidth"]["outcome"] == "PASS"
+    # `kvgate run g1` judges its verify job too: its own file reads back as written
+    assert measured["fio verify errors"]["outcome"] == "PASS", measured["fio verify errors"]
     assert faultfs.stats()["faults"][0]["fired"] > 0
 
 
