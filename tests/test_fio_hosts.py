@@ -84,7 +84,7 @@ def test_kv_restore_from_n_hosts_adds_up_to_the_hosts_own_results(dirs, tmp_path
         fio = settings(hosts.addresses)
         precondition(fio, target, evidence)
         step = next(s for s in shared_steps(fio) if s.key == f"kvscale-{count}") if count > 1 \
-            else g1_steps(fio)[-1]
+            else next(s for s in g1_steps(fio) if s.key == "kvrestore")
         run = run_step(SubprocessRunner(), step, fio, target, evidence)
         assert run.ok, run.error
         kept = keep_host_outputs(evidence / f"fio-{step.key}.json", step.key, evidence)

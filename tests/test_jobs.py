@@ -117,6 +117,10 @@ def test_verify_job_writes_then_checks_every_block(fio):
     small = fio.model_copy(update={"file_size": 16 * 1024**2})
     (job,) = next(s for s in g1_steps(small) if s.key == "verify").jobs
     assert job.options["size"] == str(16 * 1024**2)  # never more than [fio] file_size
+    assert next(s for s in g1_steps(fio) if s.key == "verify").hosts is None  # fio runs here
+    shared = fio.model_copy(update={"hosts": ["10.0.0.1", "10.0.0.2"]})
+    # one writer: a second host writing the same file would be read back as corruption
+    assert next(s for s in g1_steps(shared) if s.key == "verify").hosts == ["10.0.0.1"]
 
 
 def test_render_pins_directory_and_plain_names(fio):

@@ -116,10 +116,12 @@ def verify_step(fio: FioSettings, device: str = "") -> FioStep:
     verify_fatal=0 checks on past the first bad block, continue_on_error=verify keeps the job
     running so total_err counts every bad block; verify_dump=0 and verify_state_save=0 leave no
     dump or *-verify.state file (fio writes one in its working directory, the target).
-    Direction "write": it needs no preconditioned file and runs even when that failed.
+    Direction "write": it needs no preconditioned file and runs even when that failed. With
+    [fio] hosts only the first runs it: two writers of one file would mismatch each other.
     """
     return FioStep(key="verify", title="Write then verify (crc32c), KV-chunk blocks",
-                   seconds=2.0, direction="write", jobs=[JobSection(name="verify", options={
+                   seconds=2.0, direction="write", hosts=fio.hosts[:1] or None,
+                   jobs=[JobSection(name="verify", options={
                        "rw": "write", "filename": device or VERIFY_FILE,
                        "bs": str(fio.kv_block), "iodepth": str(fio.kv_iodepth),
                        "size": str(verify_size(fio)), "verify": "crc32c", "do_verify": "1",
