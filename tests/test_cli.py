@@ -44,7 +44,8 @@ def test_config_check_names_file_and_key_of_a_typo(tmp_path, repo, capsys):
 
 def test_every_gate_has_a_suite():
     assert all(suites_for(gate) for gate in ("g1", "g2", "g3", "g4"))
-    assert [p.name for p in suites_for("g1")] == ["test_g1_arrival.py", "test_g1_config.py"]
+    assert [p.name for p in suites_for("g1")] == [
+        "test_g1_arrival.py", "test_g1_config.py", "test_g1_shared.py"]
 
 
 @pytest.mark.parametrize("verdicts, code", [
