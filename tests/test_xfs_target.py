@@ -17,7 +17,7 @@ from gates.storage import (
     resolve_target,
     run_step,
 )
-from gates.storage.jobs import READ_FILE, WRITE_FILE
+from gates.storage.jobs import READ_FILE, VERIFY_FILE, WRITE_FILE
 
 GiB = 1024**3
 
@@ -72,9 +72,9 @@ def test_g1_fio_steps_on_real_xfs(tmp_path):
             assert runs["seqwrite"].report.named("seqwrite")[0].write.bw_bytes > 0
             assert {j.jobname for j in runs["qd-sweep"].report.entries()} == {
                 "randread-qd1", "randread-qd4"}
-            # Nothing but our two files, in the target directory, on the whole filesystem.
+            # Nothing but our three files (read, write, verify), in the target directory.
             assert everything_under(mnt) == {"kvgate", f"kvgate/{READ_FILE}",
-                                             f"kvgate/{WRITE_FILE}"}
+                                             f"kvgate/{WRITE_FILE}", f"kvgate/{VERIFY_FILE}"}
             assert (directory / READ_FILE).stat().st_size == fio.file_size
     # The evidence of every step stayed outside the target.
     assert {p.name for p in evidence.iterdir()} >= {
