@@ -87,6 +87,8 @@ def model(p: Probe, tie: float = 0.0) -> str:
     the relative slack a count at its ceiling is given, for a float tie (see the test)."""
     if p.bad_options:
         return "undecided"  # an option out of range is refused, naming it
+    if p.rho is not None and 0 < p.rho <= 1:
+        return "undecided"  # a bare 0-1 read fraction is taken for a fraction and refused
     if p.mutation in STRUCTURAL or p.mutation == "drop_before" and len(p.engines) > 1:
         return "undecided"  # unpaired, reset, not a count, labels changed, a rank appeared
     # A label varying within one rank that the rules do not know: no engine figure is read.
@@ -196,9 +198,17 @@ TIE = Probe(expected=9777, kv=131072, rho=None, device=1215259853,
             base=[_zero(), _zero(), _zero() | {"disk": 3428.0}])
 
 
+# Found by hypothesis (mutmut's stats run, 2026-12-06): --read-fraction-min=1.0 is refused as a
+# fraction someone meant as 100 % since #45; the model did not know it.
+ONE = Probe(expected=1000, kv=131072, rho=1.0, device=0,
+            engines=[{"compute": 0.0, "gpu": 0.0, "host": 0.0, "disk": 0.0, "lie": 0.0}],
+            base=[_zero()])
+
+
 @settings(max_examples=300, deadline=None)
 @given(probes())
 @example(TIE)
+@example(ONE)
 def test_never_a_pass_unless_the_storage_served_the_kv(p):
     said, args = verdict(p)
     if said == "PASS":
