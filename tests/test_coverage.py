@@ -4,7 +4,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gates.core.verdicts import Coverage, Limit, Measurement, Outcome
+from gates.core.verdicts import (
+    DECLARED,
+    ONE_READING,
+    Coverage,
+    Covered,
+    Declared,
+    Limit,
+    Measurement,
+    Outcome,
+    measures,
+)
 
 
 def passing(note="a note"):
@@ -100,3 +110,45 @@ def test_pass_if_and_only_if_every_expected_unit_was_read(cov, minimum):
         assert cov.cap(minimum) is Outcome.MARGINAL
     elif not every:
         assert cov.cap(minimum) is Outcome.ERROR
+
+
+# ---- the record carries it, and a rule over many inputs cannot be written without it --------
+
+def test_the_record_carries_coverage_and_a_pass_needs_every_unit_read():
+    cov = Coverage(range(8), read=range(8), what="windows")
+    judged = cov.judge(passing())
+    assert judged.coverage == Covered(what="windows", expected=8, read=8)
+    again = Measurement.model_validate_json(judged.model_dump_json())
+    assert again.coverage == judged.coverage and again.coverage.complete
+    assert "coverage" not in passing().model_dump()  # a rule over one reading reads as before
+    with pytest.raises(ValueError, match="a PASS needs every one of its pairs read"):
+        Measurement(name="gain", outcome=Outcome.PASS,
+                    coverage=Covered(what="pairs", expected=8, read=7, missing=["#3 x"]))
+
+
+def test_the_record_names_five_missing_units_and_counts_the_rest():
+    cov = Coverage(range(9), read=[0, 8], what="windows")
+    assert cov.covered().missing == ["#1 no reading", "#2 no reading", "#3 no reading",
+                                     "#4 no reading", "#5 no reading", "and 2 more"]
+    assert cov.describe().endswith("#5 no reading; and 2 more")
+
+
+def test_every_declaration_says_what_it_is_over():
+    with pytest.raises(TypeError, match="over"):
+        Declared("g9.rule", "A rule")  # the missing keyword is the point
+    for gate in DECLARED.values():
+        for d in gate.by_id.values():
+            assert d.over, d.id
+
+
+def test_a_rule_over_many_inputs_gives_what_it_found_only_with_their_coverage(monkeypatch):
+    monkeypatch.setattr(measures, "STRICT", True)
+    rule = Declared("g9.rule", "A rule", over="pairs")
+    with pytest.raises(ValueError, match="g9.rule is a rule over pairs"):
+        rule.measured(0, Limit.at_most(0, "errors"))
+    with pytest.raises(ValueError, match="not over windows"):
+        rule.stamp(Coverage([1], read=[1], what="windows").judge(passing()))
+    assert rule.stamp(Coverage([1], read=[1], what="pairs").judge(passing())).id == "g9.rule"
+    assert rule.error("could not run").outcome is Outcome.ERROR  # nothing found: no coverage
+    one = Declared("g9.one", "One reading", over=ONE_READING)
+    assert one.measured(0, Limit.at_most(0, "errors")).outcome is Outcome.PASS

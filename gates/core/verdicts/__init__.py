@@ -3,7 +3,7 @@ ids, gate records, deviations, request records, coverage. Pure."""
 
 from .coverage import Coverage
 from .declared import DECLARED, G1, G2, G3, G4
-from .measures import INCOMPLETE, Declared, Scope
+from .measures import INCOMPLETE, ONE_READING, Declared, Scope
 from .record import (
     BLOCKING,
     GATE_TITLES,
@@ -24,12 +24,13 @@ from .record import (
     upstream_gate,
 )
 from .requests import RequestOutcome, RequestRecord
-from .verdict import EXIT_CODES, Limit, Measurement, Outcome, gate_verdict
+from .verdict import EXIT_CODES, Covered, Limit, Measurement, Outcome, gate_verdict
 
 __all__ = [
     "BLOCKING",
     "ChecklistAnswer",
     "Coverage",
+    "Covered",
     "DECLARED",
     "Declared",
     "DutItem",
@@ -44,6 +45,7 @@ __all__ = [
     "INCOMPLETE",
     "Limit",
     "Measurement",
+    "ONE_READING",
     "Outcome",
     "REHEARSAL",
     "RequestOutcome",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .verdict import SEVERITY, Measurement, Outcome
+from .verdict import SEVERITY, Covered, Measurement, Outcome
 
 NAMED = 5  # units named in a description; the rest are counted
 NO_READING = "no reading"  # why, for an expected unit neither read nor failed
@@ -65,15 +65,17 @@ class Coverage:
         """Every expected unit read; nothing expected is never complete (nothing measured)."""
         return bool(self.expected) and len(self.read) == len(self.expected)
 
+    def covered(self) -> Covered:
+        """What the record carries: the counts, and the first NAMED units not read with why
+        (the rest counted)."""
+        missing = [f"{_label(u)} {why}" for u, why in self.missing.items()]
+        more = [f"and {len(missing) - NAMED} more"] if len(missing) > NAMED else []
+        return Covered(what=self.what, expected=len(self.expected), read=len(self.read),
+                       missing=missing[:NAMED] + more)
+
     def describe(self) -> str:
         """One line for the report: how many were read, and which were not and why."""
-        head = f"{self.what} read {len(self.read)} of {len(self.expected)}"
-        if self.complete:
-            return head
-        missing = list(self.missing.items())
-        named = "; ".join(f"{_label(u)} {why}" for u, why in missing[:NAMED])
-        more = f"; and {len(missing) - NAMED} more" if len(missing) > NAMED else ""
-        return f"{head} ({self.share:.0%}); not read: {named}{more}"
+        return self.covered().describe()
 
     def cap(self, minimum: float = 1.0) -> Outcome:
         """The best outcome this coverage allows: PASS at full, ERROR below minimum, else
@@ -103,4 +105,5 @@ class Coverage:
             note = (f"{self.describe()}: at least the {minimum:.0%} a verdict needs, but "
                     f"only a complete one may PASS" + (f"; {note}" if note else ""))
         return measured.model_copy(update={"outcome": worse, "note": note,
-                                           "evidence": [self.describe(), *measured.evidence]})
+                                           "evidence": [self.describe(), *measured.evidence],
+                                           "coverage": self.covered()})

@@ -6,73 +6,85 @@ the procurement summary select by id.
 
 from __future__ import annotations
 
-from .measures import Declarations, Declared, Per, Scope
+from .measures import ONE_READING, Declarations, Declared, Per, Scope
+
+# What each rule is over (Declared.over): the units its Coverage counts.
+HOSTS, REPS, PAIRS, FILES, CONTEXTS = "hosts", "repetitions", "pairs", "files", "contexts"
+WINDOWS, SPANS = "windows", "spans"
 
 # G2 and G3 measure at every concurrency level of thresholds.toml [g2]: a record needs each.
 _C = Per("concurrency", levels=lambda scope: scope.thresholds.g2.concurrency)
 
 G1 = Declarations("g1", [
-    Declared("g1.seq_read_bw", "Sequential read 1 MiB bandwidth"),
-    Declared("g1.seq_write_bw", "Sequential write 1 MiB bandwidth"),
-    Declared("g1.kv_restore_bw", "KV-restore read bandwidth"),
-    Declared("g1.seq_read_steady_spread", "Sequential read 1 MiB: steady-state spread"),
-    Declared("g1.seq_read_steady_slope", "Sequential read 1 MiB: steady-state slope"),
-    Declared("g1.seq_write_steady_spread", "Sequential write 1 MiB: steady-state spread"),
-    Declared("g1.seq_write_steady_slope", "Sequential write 1 MiB: steady-state slope"),
-    Declared("g1.kv_restore_steady_spread", "KV-restore read: steady-state spread"),
-    Declared("g1.kv_restore_steady_slope", "KV-restore read: steady-state slope"),
-    Declared("g1.randread_qd1_p99", "4 KiB random read QD1 p99 latency"),
+    Declared("g1.seq_read_bw", "Sequential read 1 MiB bandwidth", over=HOSTS),
+    Declared("g1.seq_write_bw", "Sequential write 1 MiB bandwidth", over=HOSTS),
+    Declared("g1.kv_restore_bw", "KV-restore read bandwidth", over=HOSTS),
+    Declared("g1.seq_read_steady_spread", "Sequential read 1 MiB: steady-state spread",
+             over=HOSTS),
+    Declared("g1.seq_read_steady_slope", "Sequential read 1 MiB: steady-state slope", over=HOSTS),
+    Declared("g1.seq_write_steady_spread", "Sequential write 1 MiB: steady-state spread",
+             over=HOSTS),
+    Declared("g1.seq_write_steady_slope", "Sequential write 1 MiB: steady-state slope",
+             over=HOSTS),
+    Declared("g1.kv_restore_steady_spread", "KV-restore read: steady-state spread", over=HOSTS),
+    Declared("g1.kv_restore_steady_slope", "KV-restore read: steady-state slope", over=HOSTS),
+    Declared("g1.randread_qd1_p99", "4 KiB random read QD1 p99 latency", over=HOSTS),
     Declared("g1.randread_iops", "4 KiB random read IOPS", per="queue depth",
-             form="{title} at QD{at}"),
-    Declared("g1.verify_errors", "fio verify errors"),
+             form="{title} at QD{at}", over=HOSTS),
+    Declared("g1.verify_errors", "fio verify errors", over=ONE_READING),
 ])
 
 G2 = Declarations("g2", [
-    Declared("g2.arm_protocol", "Baseline arm protocol"),
-    Declared("g2.request_errors", "Baseline request errors", _C),
-    Declared("g2.ttft_p50", "Baseline TTFT p50", _C),
-    Declared("g2.ttft_p99", "Baseline TTFT p99", _C),
-    Declared("g2.output_throughput", "Baseline output throughput", _C),
-    Declared("g2.ttft_p50_cv", "Baseline TTFT p50 run-to-run CV", _C),
-    Declared("g2.throughput_cv", "Baseline throughput run-to-run CV", _C),
-    Declared("g2.loadgen_fit", "Load generator fit for a gate", _C),
+    Declared("g2.arm_protocol", "Baseline arm protocol", over=ONE_READING),
+    Declared("g2.request_errors", "Baseline request errors", _C, over=REPS),
+    Declared("g2.ttft_p50", "Baseline TTFT p50", _C, over=REPS),
+    Declared("g2.ttft_p99", "Baseline TTFT p99", _C, over=REPS),
+    Declared("g2.output_throughput", "Baseline output throughput", _C, over=REPS),
+    Declared("g2.ttft_p50_cv", "Baseline TTFT p50 run-to-run CV", _C, over=REPS),
+    Declared("g2.throughput_cv", "Baseline throughput run-to-run CV", _C, over=REPS),
+    Declared("g2.loadgen_fit", "Load generator fit for a gate", _C, over=REPS),
 ])
 
 G3 = Declarations("g3", [
-    Declared("g3.comparison", "G3 comparison"),
-    Declared("g3.recompute_reference", "Recompute reference"),
-    Declared("g3.request_errors", "Candidate request errors", _C),
-    Declared("g3.ttft_p50_reduction", "TTFT p50 reduction", _C),
-    Declared("g3.throughput_gain", "Output-throughput gain", _C),
-    Declared("g3.storage_read_fraction", "KV tokens read from the candidate storage", _C),
-    Declared("g3.gpu_hit_fraction", "KV tokens served from the GPU cache during the probe", _C),
-    Declared("g3.device_reads", "KV devices' read bytes vs the engine's storage reads", _C),
-    Declared("g3.process_reads", "Engine process's storage reads vs its KV restores", _C),
-    Declared("g3.kv_read_back", "KV files read back as stored", _C),
-    Declared("g3.evidence_chain", "Storage-read evidence chain", _C),
-    Declared("g3.ttft_speedup_vs_recompute", "TTFT speed-up vs recompute", _C),
-    Declared("g3.throughput_speedup_vs_recompute", "Throughput speed-up vs recompute", _C),
-    Declared("g3.loadgen_fit", "Load generator fit for a gate", _C),
-    Declared("g3.correctness", "Outputs identical to recompute"),
+    Declared("g3.comparison", "G3 comparison", over=ONE_READING),
+    Declared("g3.recompute_reference", "Recompute reference", over=ONE_READING),
+    Declared("g3.request_errors", "Candidate request errors", _C, over=REPS),
+    Declared("g3.ttft_p50_reduction", "TTFT p50 reduction", _C, over=PAIRS),
+    Declared("g3.throughput_gain", "Output-throughput gain", _C, over=PAIRS),
+    Declared("g3.storage_read_fraction", "KV tokens read from the candidate storage", _C,
+             over=REPS),
+    Declared("g3.gpu_hit_fraction", "KV tokens served from the GPU cache during the probe", _C,
+             over=REPS),
+    Declared("g3.device_reads", "KV devices' read bytes vs the engine's storage reads", _C,
+             over=REPS),
+    Declared("g3.process_reads", "Engine process's storage reads vs its KV restores", _C,
+             over=REPS),
+    Declared("g3.kv_read_back", "KV files read back as stored", _C, over=FILES),
+    Declared("g3.evidence_chain", "Storage-read evidence chain", _C, over=REPS),
+    Declared("g3.ttft_speedup_vs_recompute", "TTFT speed-up vs recompute", _C, over=REPS),
+    Declared("g3.throughput_speedup_vs_recompute", "Throughput speed-up vs recompute", _C,
+             over=REPS),
+    Declared("g3.loadgen_fit", "Load generator fit for a gate", _C, over=REPS),
+    Declared("g3.correctness", "Outputs identical to recompute", over=ONE_READING),
     # The correctness rule's own name says how many tokens it compared at concurrency 1.
     Declared("g3.outputs_differing", "Outputs differing from recompute", per="token count",
-             form="{title} (first {at} tokens, concurrency 1)"),
+             form="{title} (first {at} tokens, concurrency 1)", over=CONTEXTS),
 ])
 
 G4 = Declarations("g4", [
-    Declared("g4.soak", "G4 soak"),
-    Declared("g4.effective_duration", "Effective soak duration"),
-    Declared("g4.gap_time", "Total gap time"),
-    Declared("g4.request_errors", "Soak request errors"),
-    Declared("g4.verify_errors", "fio verify errors"),
-    Declared("g4.media_errors", "New NVMe media errors"),
-    Declared("g4.critical_warnings", "NVMe critical warnings raised"),
-    Declared("g4.kernel_errors", "Kernel storage errors"),
-    Declared("g4.paths_live", "NVMe-oF paths live"),
-    Declared("g4.throughput_floor", "Lowest span throughput"),
-    Declared("g4.ttft_drift", "TTFT p50 drift"),
-    Declared("g4.window_spread", "Window throughput spread (SNIA)"),
-    Declared("g4.window_slope", "Window throughput slope (SNIA)"),
+    Declared("g4.soak", "G4 soak", over=ONE_READING),
+    Declared("g4.effective_duration", "Effective soak duration", over=WINDOWS),
+    Declared("g4.gap_time", "Total gap time", over=WINDOWS),
+    Declared("g4.request_errors", "Soak request errors", over=WINDOWS),
+    Declared("g4.verify_errors", "fio verify errors", over=WINDOWS),
+    Declared("g4.media_errors", "New NVMe media errors", over=WINDOWS),
+    Declared("g4.critical_warnings", "NVMe critical warnings raised", over=WINDOWS),
+    Declared("g4.kernel_errors", "Kernel storage errors", over=WINDOWS),
+    Declared("g4.paths_live", "NVMe-oF paths live", over=WINDOWS),
+    Declared("g4.throughput_floor", "Lowest span throughput", over=SPANS),
+    Declared("g4.ttft_drift", "TTFT p50 drift", over=WINDOWS),
+    Declared("g4.window_spread", "Window throughput spread (SNIA)", over=WINDOWS),
+    Declared("g4.window_slope", "Window throughput slope (SNIA)", over=WINDOWS),
 ])
 
 DECLARED = {d.gate: d for d in (G1, G2, G3, G4)}

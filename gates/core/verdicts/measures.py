@@ -15,12 +15,17 @@ makes the gate INCOMPLETE: one ERROR measurement naming every missing id and che
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .verdict import Limit, Measurement, Outcome
 
 INCOMPLETE = "INCOMPLETE"  # the completeness measurement's note starts so
+ONE_READING = "one reading"  # a rule over a single input: read, or an ERROR
+# The outcomes that say what a rule found in its inputs: a rule over many inputs gives them only
+# through its Coverage, so what it could not read counts against it (issue #43).
+FOUND = (Outcome.PASS, Outcome.MARGINAL, Outcome.FAIL, Outcome.REPORTED)
+STRICT = False  # TRANSITION (#43): True once every room judges its rules through Coverage
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,10 @@ class Declared:
     title: str
     per: str | Per = ""  # "concurrency": one measurement per level, "<title> @ concurrency N"
     form: str = "{title} @ {per} {at}"  # the display name of one level
+    # What the rule is over, required of every declaration: the plural noun of its inputs
+    # ("windows", "repetitions", "pairs", "ranks", "files", "hosts") or ONE_READING. A rule
+    # over many gives what it found only with their Coverage (stamp refuses it otherwise).
+    over: str = field(kw_only=True)
 
     def name(self, at: int | None = None) -> str:
         """The display name, for a level when the measurement is taken per level."""
@@ -69,7 +78,21 @@ class Declared:
         return self.form.format(title=self.title, per=self.per, at=at)
 
     def stamp(self, m: Measurement, at: int | None = None) -> Measurement:
-        """The measurement under this declaration's id, level and derived name."""
+        """The measurement under this declaration's id, level and derived name.
+
+        ValueError for what a rule over many inputs found without their coverage, or for a PASS
+        over fewer than all of them: a rule cannot be written that drops what it could not read.
+        """
+        if STRICT and self.over != ONE_READING and m.outcome in FOUND:
+            if m.coverage is None:
+                raise ValueError(f"{self.id} is a rule over {self.over}: judge what it found "
+                                 "through their Coverage (gates.core.verdicts), so those it "
+                                 "could not read count against it")
+            if m.coverage.what != self.over:
+                raise ValueError(f"{self.id} is a rule over {self.over}, not over "
+                                 f"{m.coverage.what}")
+        if m.outcome is Outcome.PASS and m.coverage is not None and not m.coverage.complete:
+            raise ValueError(f"{self.id}: a PASS over {m.coverage.describe()}")
         return m.model_copy(update={"id": self.id, "at": at, "name": self.name(at)})
 
     def measured(self, value: float, limit: Limit, *, at: int | None = None,
@@ -106,7 +129,8 @@ class Declarations:
         self.gate = gate
         self.by_id: dict[str, Declared] = {}
         self.needs: dict[str, Need] = {}
-        complete = Declared(f"{gate}.complete", "Every declared measurement taken")
+        complete = Declared(f"{gate}.complete", "Every declared measurement taken",
+                            over="declared measurements")
         for d in [*declared, complete]:
             if not d.id.startswith(f"{gate}.") or d.id in self.by_id:
                 raise ValueError(f"{d.id}: a {gate} id must start with '{gate}.' and be unique")

@@ -132,6 +132,39 @@ class Limit(BaseModel):
         return text + (f" (relative to {self.relative_to})" if self.relative_to else "")
 
 
+class Covered(BaseModel):
+    """What a rule read of its inputs, as the record carries it (gates.core.verdicts.Coverage
+    makes it): so many of its windows, repetitions, pairs, ranks or files read, the rest named
+    with why. A PASS needs every one read (Measurement refuses anything less)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    what: str  # the plural noun of a unit: "windows", "repetitions", "pairs"
+    expected: int = Field(ge=0)
+    read: int = Field(ge=0)
+    missing: list[str] = Field(default_factory=list)  # "#3 ENOSPC (28)": a unit and why
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Covered:
+        if self.read > self.expected:
+            raise ValueError(f"{self.what}: {self.read} read of {self.expected} expected")
+        return self
+
+    @property
+    def complete(self) -> bool:
+        """Every expected unit read; nothing expected is never complete."""
+        return self.expected > 0 and self.read == self.expected
+
+    def describe(self) -> str:
+        """One line: "pairs read 6 of 8 (75%); not read: #3 …" or "pairs read 8 of 8"."""
+        head = f"{self.what} read {self.read} of {self.expected}"
+        if self.complete:
+            return head
+        share = f" ({self.read / self.expected:.0%})" if self.expected else ""
+        named = f"; not read: {'; '.join(self.missing)}" if self.missing else ""
+        return head + share + named
+
+
 class Measurement(BaseModel):
     """One measured figure held against its limit, with the evidence behind it."""
 
@@ -153,6 +186,17 @@ class Measurement(BaseModel):
                                         exclude_if=lambda v: v is None)
     evidence: list[str] = Field(default_factory=list)
     note: str = ""
+    # Which of its inputs the rule read (Coverage.judge sets it); left out of the JSON when
+    # unset, so the records of rules over one reading, and older records, read as before.
+    coverage: Covered | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _pass_reads_everything(self) -> Measurement:
+        if self.outcome is Outcome.PASS and self.coverage is not None \
+                and not self.coverage.complete:
+            raise ValueError(f"{self.name}: a PASS needs every one of its {self.coverage.what} "
+                             f"read, and {self.coverage.describe()}")
+        return self
 
     @classmethod
     def measured(cls, name: str, value: float, limit: Limit, *, evidence: list[str] = (),
