@@ -3,6 +3,7 @@ ids, gate records, deviations, request records, coverage. Pure."""
 
 from .coverage import Coverage
 from .declared import DECLARED, G1, G2, G3, G4
+from .deviation import CAUSES, Cause, Deviation, Effect
 from .measures import INCOMPLETE, ONE_READING, Declared, Scope
 from .record import (
     BLOCKING,
@@ -28,13 +29,17 @@ from .verdict import EXIT_CODES, Covered, Limit, Measurement, Outcome, gate_verd
 
 __all__ = [
     "BLOCKING",
+    "CAUSES",
+    "Cause",
     "ChecklistAnswer",
     "Coverage",
     "Covered",
     "DECLARED",
+    "Deviation",
     "Declared",
     "DutItem",
     "EXIT_CODES",
+    "Effect",
     "G1",
     "G2",
     "G3",
