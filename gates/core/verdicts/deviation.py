@@ -41,6 +41,9 @@ class Cause(enum.StrEnum):
     RESUMED_OTHER_FILES = "soak resumed with other files"
     SOAK_DURATION = "soak duration"
     SOAK_WINDOW = "soak window"
+    SOAK_OTHER_ENGINE = "soak on another engine"
+    PAGE_CACHE_KEPT = "page cache not dropped"
+    GDS_FALLBACK = "GDS falls back to POSIX"
     OTHER = "other"  # any other finding: it blocks, as nobody classified it
 
 
@@ -66,6 +69,11 @@ CAUSES: dict[Cause, tuple[Effect, str]] = {
     Cause.SOAK_DURATION: (Effect.BLOCKING, "a G4 soak planned other than thresholds.toml's "
                           "duration"),
     Cause.SOAK_WINDOW: (Effect.BLOCKING, "G4 windows other than thresholds.toml's"),
+    Cause.SOAK_OTHER_ENGINE: (Effect.BLOCKING, "G4 soaked another engine than G3 measured"),
+    Cause.PAGE_CACHE_KEPT: (Effect.BLOCKING, "the page-cache drop before a G3 probe was not "
+                            "verified (pages stayed resident, or residency was not measured)"),
+    Cause.GDS_FALLBACK: (Effect.BLOCKING, "cuFile may move the KV through POSIX, not GPU-direct, "
+                         "without an error (or kvgate could not verify GDS support)"),
     Cause.OTHER: (Effect.BLOCKING, "any other finding that can change what a verdict means"),
 }
 
