@@ -77,6 +77,15 @@ class G1Limits(Strict):
     temperature_max: float = Field(default=70.0, gt=0, lt=200)
 
 
+def _timeable(seconds: float, what: str) -> float:
+    """A reference read of fio's: 0 s (not read) or long enough to time what it reads; fio's
+    start and the file's open take ~0.1 s, so a shorter read times those instead."""
+    if 0 < seconds < 0.2:
+        raise ValueError(f"{seconds:g}s is too short to time {what}: 0s (not read) or at least "
+                         "0.2s")
+    return seconds
+
+
 class G2Limits(Strict):
     cv_max: Annotated[Percent, CEILING] = 5.0
     request_errors_max: Annotated[int, CEILING] = Field(default=0, ge=0)
@@ -121,11 +130,7 @@ class G2Limits(Strict):
     @field_validator("device_reference")
     @classmethod
     def _reference_long_enough(cls, seconds: float) -> float:
-        # fio's start and the file's open are ~0.1 s: a shorter read times those, not the device.
-        if 0 < seconds < 0.2:
-            raise ValueError(f"{seconds:g}s is too short to time the device: 0s (not read) or "
-                             "at least 0.2s")
-        return seconds
+        return _timeable(seconds, "the device")
 
 
 class G3Limits(Strict):
@@ -184,11 +189,7 @@ class G3Limits(Strict):
     @field_validator("arm_storage_reference")
     @classmethod
     def _arm_reference_long_enough(cls, seconds: float) -> float:
-        # As g2.device_reference: fio's start and the file's open are ~0.1 s.
-        if 0 < seconds < 0.2:
-            raise ValueError(f"{seconds:g}s is too short to time the storage: 0s (not read) or "
-                             "at least 0.2s")
-        return seconds
+        return _timeable(seconds, "the storage")
 
     @model_validator(mode="after")
     def _band_in_order(self) -> G3Limits:
