@@ -1,5 +1,6 @@
 """Shared helpers for kvgate's own tests."""
 
+import os
 import shutil
 import textwrap
 import warnings
@@ -7,6 +8,14 @@ from pathlib import Path
 
 import pytest
 from _timing import ACCEPTED, PROPERTY, RUNNING, TimingFailure, mark_accepted
+from hypothesis import settings
+
+# Mutation testing (tests/mutation.py) runs each mutant's tests once: the same generated examples
+# every time, so a mutant is killed or survives by what the tests check, not by which examples a
+# seed drew. mutmut sets MUTANT_UNDER_TEST in every run it makes.
+settings.register_profile("mutation", derandomize=True, database=None)
+if os.environ.get("MUTANT_UNDER_TEST"):
+    settings.load_profile("mutation")
 
 pytest_plugins = ["pytester"]
 
