@@ -46,6 +46,7 @@ class Probe:
     mutation: str = "none"
     target: tuple[str, int] = ("disk", 0)
     bad_options: list[str] = field(default_factory=list)
+    ranks: int | None = None  # --ranks: the ranks the site says the engine's counters name
 
     def counts(self, e: int, after: bool) -> dict[str, float]:
         b, d = self.base[e], self.engines[e]
@@ -91,6 +92,9 @@ def model(p: Probe, tie: float = 0.0) -> str:
         return "undecided"  # a bare 0-1 read fraction is taken for a fraction and refused
     if p.mutation in STRUCTURAL or p.mutation == "drop_before" and len(p.engines) > 1:
         return "undecided"  # unpaired, reset, not a count, labels changed, a rank appeared
+    if p.ranks is not None and p.ranks != len(p.engines):
+        return "undecided"  # a rank the site names and no counter does is not read (#43),
+        # and the counters naming more ranks than the site has contradict it
     # A label varying within one rank that the rules do not know: no engine figure is read.
     blind = p.mutation == "rank_label" and len(p.engines) > 1
     delta = [{q: p.counts(e, True)[q] - p.counts(e, False)[q] for q in READ}
@@ -140,6 +144,7 @@ def verdict(p: Probe) -> tuple[str, str]:
         args += [f"--kv-bytes-per-token={p.kv}"] if p.kv is not None else []
         args += [f"--read-fraction-min={p.rho}"] if p.rho is not None else []
         args += [f"--device-bytes={p.device}"] if p.device is not None else []
+        args += [f"--ranks={p.ranks}"] if p.ranks is not None else []
         args += p.bad_options
         code = main(args)
     return {0: "PASS", 1: "FAIL"}.get(code, "undecided"), " ".join(args[7:])
@@ -172,7 +177,8 @@ def probes(draw) -> Probe:
                        draw(st.sampled_from(["text", "om", "om_"]))),
                   mutation=draw(st.sampled_from(["none"] * 6 + [*sorted(STRUCTURAL), "huge",
                                                                 "drop_before", "rank_label"])),
-                  target=(draw(st.sampled_from(sorted(READ))), draw(st.integers(0, n - 1))))
+                  target=(draw(st.sampled_from(sorted(READ))), draw(st.integers(0, n - 1))),
+                  ranks=draw(st.sampled_from([None, None, n, draw(st.integers(1, 4))])))
     probe.bad_options = draw(st.sampled_from([[]] * 5 + [[draw(st.sampled_from([
         "--expected-tokens=0", "--read-fraction-min=-50", "--read-fraction-min=nan",
         "--kv-bytes-per-token=-8", "--device-bytes=inf", "--device-bytes=-1",

@@ -14,8 +14,9 @@ from .disks import (
 )
 from .evidence import ChainWord, Signal, chain_measurement, evidence_table, judge_chain
 from .identity import ServerIdentity, server_identity
+from .levels import level_evidence
 from .measurements import storage_proof
-from .probe import ProbeEvidence, ProofContext, level_evidence
+from .probe import ProbeEvidence, ProofContext
 from .promtext import (
     MAX_EXPOSITION,
     MetricSet,

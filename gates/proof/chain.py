@@ -15,6 +15,7 @@ from .chainrows import engine_rows, storage_rows
 from .controls import cache_drop_row, restore_physics, working_set
 from .counters import StorageReads
 from .evidence import Agreement, Kind, Signal, within
+from .levels import probes_coverage
 from .probe import ProbeEvidence, ProofContext
 
 
@@ -54,7 +55,7 @@ def labelled_ranks(engine: str, tp: int = 1, pp: int = 1, dp: int = 1) -> int:
 def probe_chain(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
     """The evidence table of a probe: engine, storage side, physics and controls."""
     rows = engine_rows(p, ctx) + storage_rows(p, ctx) + _kv_dir_row(p, ctx) \
-        + cache_drop_row(p.page_cache)
+        + cache_drop_row(p.page_cache) + [_probes_row(p)]
     # What the engine says it read, else what the model geometry says the probe needed.
     kv_bytes = p.storage_read_bytes or p.expected_bytes
     if kv_bytes and math.isfinite(kv_bytes) and kv_bytes > 0:
@@ -67,6 +68,16 @@ def probe_chain(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
                                 ctx.memory_bytes, ctx.cpu_tier_bytes, p.page_cache,
                                 devices_agree))
     return rows
+
+
+def _probes_row(p: ProbeEvidence) -> Signal:
+    # A level's sums hide a probe that gave no figure (its device bytes, its scrape): the
+    # repetitions whose evidence was read, the rest named with why (levels.level_evidence).
+    cov = probes_coverage(p)
+    return Signal(kind=Kind.CONTROL, signal="probes whose evidence was read",
+                  value=len(cov.read), unit="repetitions", expected=f"all {len(cov.expected)}",
+                  agreement=Agreement.AGREES if cov.complete else Agreement.ERROR,
+                  note=cov.describe(), coverage=cov)
 
 
 def _kv_dir_row(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:

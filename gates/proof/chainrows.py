@@ -11,36 +11,18 @@ its tokens. A figure that is not a count is an ERROR; one above its ceiling INCO
 
 from __future__ import annotations
 
-import math
-
-from .evidence import Agreement, Kind, Signal, within
+from .evidence import Agreement, Kind, Signal, bad, bounded, within
 from .probe import ProbeEvidence, ProofContext
+from .ranks import rank_rows
 
 GPU_HIT_MAX = 1.0  # % of the expected KV tokens a cold probe may find in the GPU cache
 PROMPT_SLACK = 0.01  # the engine's prompt count may differ from what the probe sent by 1 %
 DEVICES = "block devices"
 
 
-def _bad(value: float | None) -> bool:
-    return value is not None and not (math.isfinite(value) and value >= 0)
-
-
-def _bounded(value: float | None, floor: float, ceiling: float) -> tuple[Agreement, str]:
-    """A count against its floor and ceiling: not a count ERROR, over the ceiling undecided."""
-    if value is None:
-        return Agreement.ABSENT, ""
-    if _bad(value):
-        return Agreement.ERROR, f"{value!r} is not a count: refused as bad input"
-    if value > ceiling:
-        return Agreement.INCONCLUSIVE, (
-            f"more than the probe could have read ({ceiling:,.0f}): the counter counts other "
-            "requests or another unit, so it cannot show what this probe read")
-    return within(value, floor), ""
-
-
 def _ceiling(p: ProbeEvidence) -> tuple[float, str]:
     limits = [(p.probe_prompt_tokens or p.expected_tokens, "the tokens the probe asked for")]
-    if p.engine_prompt_tokens is not None and not _bad(p.engine_prompt_tokens):
+    if p.engine_prompt_tokens is not None and not bad(p.engine_prompt_tokens):
         limits.append((p.engine_prompt_tokens, "the prompt tokens the engine counted"))
     return min(limits)
 
@@ -60,20 +42,20 @@ def engine_rows(p: ProbeEvidence, ctx: ProofContext) -> list[Signal]:
                               "nothing to hold the engine's counters against")]
     floor = ctx.read_fraction_min / 100 * p.expected_tokens
     ceiling, why = _ceiling(p)
-    ok, note = _bounded(p.storage_read_tokens, floor, ceiling)
+    ok, note = bounded(p.storage_read_tokens, floor, ceiling)
     rows.append(Signal(kind=Kind.ENGINE, signal=p.counter or "storage-read tokens (engine)",
                        value=p.storage_read_tokens, unit="tokens", agreement=ok,
                        expected=f"≥ {floor:,.0f} of {p.expected_tokens:,} expected tokens, "
                        f"≤ {ceiling:,.0f} ({why})", caveat=p.caveat,
                        note="; ".join(filter(None, [note, f"{len(p.rank_reads)} ranks, "
                                                     f"{p.rank_mode}" if p.rank_reads else ""]))))
-    rows += _rank_rows(p, ctx, floor, ceiling)
+    rows += rank_rows(p, ctx, floor, ceiling)
     rows += _prompt_row(p)
     if p.storage_read_failures is not None:
-        bad = _bad(p.storage_read_failures)
+        refused = bad(p.storage_read_failures)
         rows.append(Signal(kind=Kind.CONTROL, signal="the engine's failed storage reads",
                            value=p.storage_read_failures, unit="", expected="0",
-                           agreement=Agreement.ERROR if bad
+                           agreement=Agreement.ERROR if refused
                            else within(p.storage_read_failures, 0.0, 0.0),
                            note="a failed read falls back to recompute or serves wrong KV"))
     rows.append(_hits("GPU-cache hits during the probe (eviction)", p.gpu_hit_tokens, p,
@@ -90,7 +72,7 @@ def _hits(name: str, tokens: float | None, p: ProbeEvidence, note: str, missing:
     if tokens is None:
         return Signal(kind=Kind.CONTROL, signal=name, agreement=Agreement.INCONCLUSIVE,
                       expected=f"≤ {GPU_HIT_MAX:g} % of the expected", note=missing)
-    if _bad(tokens):
+    if bad(tokens):
         return Signal(kind=Kind.CONTROL, signal=name, value=tokens, agreement=Agreement.ERROR,
                       expected=f"≤ {GPU_HIT_MAX:g} % of the expected",
                       note=f"{tokens!r} is not a count: refused as bad input")
@@ -100,38 +82,12 @@ def _hits(name: str, tokens: float | None, p: ProbeEvidence, note: str, missing:
                   agreement=within(pct, 0.0, GPU_HIT_MAX))
 
 
-def _rank_rows(p: ProbeEvidence, ctx: ProofContext, floor: float,
-               ceiling: float) -> list[Signal]:
-    rows = []
-    for rank, value in sorted(p.rank_reads.items()):
-        if p.rank_mode == "shard":  # every rank reads its shard of every token
-            ok, note = _bounded(value, floor, ceiling)
-            expected = f"≥ {floor:,.0f}, ≤ {ceiling:,.0f} (every rank reads its shard of " \
-                "every token)"
-        else:  # replicas serve different requests: an idle one read nothing, and that is fine
-            ok, note = _bounded(value, 0.0, ceiling)
-            expected = "≥ 0 (replicas serve different requests; their sum carries the proof)"
-            if ok is Agreement.AGREES and value == 0:
-                ok, note = Agreement.ABSENT, "idle: this replica served none of the probe"
-        rows.append(Signal(kind=Kind.ENGINE, signal=f"rank {rank}", value=value, unit="tokens",
-                           expected=expected, agreement=ok, caveat=p.caveat, note=note))
-    if ctx.expected_ranks:
-        seen = len(p.rank_reads) or 1
-        same = seen == ctx.expected_ranks
-        rows.append(Signal(kind=Kind.CONTROL, signal="ranks the engine's counters name",
-                           value=seen, unit="ranks", expected=f"{ctx.expected_ranks}",
-                           agreement=Agreement.AGREES if same else Agreement.ERROR,
-                           note="" if same else f"the site's {ctx.expected_ranks} ranks "
-                           f"contradict the {seen} the engine's counters name"))
-    return rows
-
-
 def _prompt_row(p: ProbeEvidence) -> list[Signal]:
     asked, counted = p.probe_prompt_tokens, p.engine_prompt_tokens
     if counted is None or not asked:
         return []
     lo, hi = asked * (1 - PROMPT_SLACK), asked * (1 + PROMPT_SLACK)
-    ok, note = _bounded(counted, lo, hi)
+    ok, note = bounded(counted, lo, hi)
     if ok is Agreement.DISAGREES:
         ok, note = Agreement.INCONCLUSIVE, ("the engine counted fewer prompt tokens than the "
                                             "probe sent: its counters do not cover the probe")
@@ -220,7 +176,7 @@ def _consistency(p: ProbeEvidence, lo: float, hi: float) -> list[Signal]:
         return [Signal(kind=Kind.CONTROL, signal=name, value=0.0, unit="%",
                        note="the engine's byte counter read 0: it does not cover the backend "
                        "that served (LMCache counts remote backends only); the devices decide")]
-    ok, pct, _ = _against(said, [(tokens, "")], lo, hi) if not _bad(said) else \
+    ok, pct, _ = _against(said, [(tokens, "")], lo, hi) if not bad(said) else \
         (Agreement.ERROR, said, "")
     # The KV bytes per token are the site's figure (or its [sizing] model's): a wrong one
     # looks like tokens from elsewhere, so the note names it beside the engine's cause.

@@ -13,10 +13,11 @@ of that is INCONCLUSIVE, never a PASS. Pure.
 from __future__ import annotations
 
 import enum
+import math
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.verdicts import Limit, Measurement, Outcome, Table
+from ..core.verdicts import Coverage, Limit, Measurement, Outcome, Table
 
 
 class Kind(enum.StrEnum):
@@ -41,6 +42,8 @@ class Agreement(enum.StrEnum):
 class Signal(BaseModel):
     """One row of the evidence table."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     kind: Kind
     signal: str  # what was read, e.g. 'lmcache:num_hit_tokens_total{worker_id="3"}'
     value: float | None = None
@@ -58,6 +61,9 @@ class Signal(BaseModel):
     # not the storage.
     voids_probe: bool = False
     note: str = ""
+    # The units the row is over, where it is (the level's repetitions, the engine's ranks): its
+    # note says what it read; the chain's measurement carries the repetitions' (judge_chain).
+    coverage: Coverage | None = Field(default=None, exclude=True)
 
     def line(self) -> str:
         """The row as one line of text, for notes and the `kvgate proof` output."""
@@ -134,13 +140,18 @@ def judge_chain(signals: list[Signal]) -> ChainVerdict:
 
 
 def chain_measurement(name: str, signals: list[Signal]) -> Measurement:
-    """The chain as one measurement: disagreeing signals counted, held against 0."""
+    """The chain as one measurement: disagreeing signals counted, held against 0, over the
+    repetitions whose evidence the chain read (the row that carries their Coverage)."""
     verdict = judge_chain(signals)
     disagreeing = sum(s.agreement is Agreement.DISAGREES for s in signals)
     limit = Limit.at_most(0, "signals")
     if verdict.inconclusive:
-        return Measurement.error(name, verdict.reason, limit)
-    return Measurement.measured(name, disagreeing, limit, note=verdict.reason)
+        m = Measurement.error(name, verdict.reason, limit)
+    else:
+        m = Measurement.measured(name, disagreeing, limit, note=verdict.reason)
+    covered = [s.coverage for s in signals if s.coverage is not None
+               and s.coverage.what == "repetitions"]
+    return covered[0].judge(m) if covered else m
 
 
 def evidence_table(signals: list[Signal]) -> Table:
@@ -157,3 +168,21 @@ def within(value: float | None, lo: float, hi: float | None = None) -> Agreement
         return Agreement.ABSENT
     ok = value >= lo and (hi is None or value <= hi)
     return Agreement.AGREES if ok else Agreement.DISAGREES
+
+
+def bad(value: float | None) -> bool:
+    """A figure that is there and is not a count (not finite, or negative)."""
+    return value is not None and not (math.isfinite(value) and value >= 0)
+
+
+def bounded(value: float | None, floor: float, ceiling: float) -> tuple[Agreement, str]:
+    """A count against its floor and ceiling: not a count ERROR, over the ceiling undecided."""
+    if value is None:
+        return Agreement.ABSENT, ""
+    if bad(value):
+        return Agreement.ERROR, f"{value!r} is not a count: refused as bad input"
+    if value > ceiling:
+        return Agreement.INCONCLUSIVE, (
+            f"more than the probe could have read ({ceiling:,.0f}): the counter counts other "
+            "requests or another unit, so it cannot show what this probe read")
+    return within(value, floor), ""

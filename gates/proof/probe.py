@@ -11,7 +11,6 @@ Pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt, model_validator
@@ -55,6 +54,11 @@ class ProbeEvidence(BaseModel):
     # Why the target's block devices could not be watched (its kv_dir is on no local block
     # device: tmpfs, overlay, FUSE, NFS); "" when they were, or the arm is not on this host.
     devices_unwatched: str = ""
+    # A level's repetitions (#1 first) whose evidence could not all be read, with why, and the
+    # ranks some of its probes' counters name and others' do not (levels.level_evidence): each
+    # counts against the chain, never as a smaller sum.
+    unread: dict[int, str] = Field(default_factory=dict)
+    rank_gaps: dict[str, str] = Field(default_factory=dict)
 
     @property
     def expected_bytes(self) -> float | None:
@@ -132,11 +136,3 @@ class ProofContext(BaseModel):
                              "and start above 0 %")
         return self
 
-
-def level_evidence(probes: Sequence[ProbeEvidence],
-                   kv_bytes_per_token: int | None) -> ProbeEvidence:
-    """A level's probes added up (ProbeEvidence.__add__), held at the level's KV bytes/token."""
-    total = ProbeEvidence()
-    for p in probes:
-        total = p if not total.repetitions else total + p
-    return total.model_copy(update={"kv_bytes_per_token": kv_bytes_per_token})
