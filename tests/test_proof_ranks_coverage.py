@@ -121,3 +121,29 @@ def test_a_rank_whose_series_vanished_after_is_refused_not_dropped(capsys, tmp_p
                       _lmcache("lmcache-tp8.after", 'worker_id="3"'), "--ranks", "8")
     assert code == 2 and out.splitlines()[-1].startswith("ERROR"), out
     assert re.search(r'worker_id="3".*not in the after scrape', out), out
+
+
+def _without(text: str, engine: int, source: str) -> str:
+    return "\n".join(x for x in text.splitlines()
+                     if not (f'engine="{engine}"' in x and f'source="{source}"' in x)) + "\n"
+
+
+def test_a_replica_whose_gpu_hit_series_is_missing_is_not_summed_as_none(capsys, tmp_path):
+    # Three DP engines; engine 2 answered its share from the GPU cache (5 % of the probe), and
+    # its GPU-hit series (source=local_cache_hit, and the cached split's source=device) are in
+    # neither scrape: summed over engines 0 and 1, the hits read 0 % and the eviction passed.
+    idle = [engine_counts(prompt=8256, compute=64, disk=EXPECTED) for _ in range(3)]
+    probed = [engine_counts(prompt=8256 + 3892, compute=64, disk=EXPECTED + 3892)
+              for _ in range(2)] + [engine_counts(prompt=8256 + 410, compute=64, gpu=410,
+                                                  disk=EXPECTED)]
+    before, after = render(idle), render(probed)
+    for source in ("local_cache_hit", "device"):
+        before, after = _without(before, 2, source), _without(after, 2, source)
+    (tmp_path / "before.prom").write_text(before)
+    (tmp_path / "after.prom").write_text(after)
+    code = main(["proof", "--engine", "vllm", "--before", str(tmp_path / "before.prom"),
+                 "--after", str(tmp_path / "after.prom"), "--expected-tokens", str(EXPECTED),
+                 "--kv-bytes-per-token", str(KV), "--device-bytes", str(EXPECTED * KV)])
+    out = capsys.readouterr().out
+    assert code == 2 and out.splitlines()[-1].startswith("ERROR"), out  # was PASS (exit 0)
+    assert "gpu_hit_tokens: rank engine=2" in out, out

@@ -178,6 +178,7 @@ def attribute(engine: str, before: MetricSet | None, after: MetricSet,
     errors: dict[str, str] = {}
     unclassified: dict[str, str] = {}
     ranks: Found | None = None
+    named: dict[str, dict[str, float]] = {}  # quantity -> its ranks, where it names several
     for quantity, rules in ADAPTERS[engine].items():
         try:
             found = _storage_reads(rules, pairing, SPLITS.get(engine)) \
@@ -192,11 +193,14 @@ def attribute(engine: str, before: MetricSet | None, after: MetricSet,
         if found is None:
             continue
         v[quantity], matched[quantity] = found.value, found.series
+        named[quantity] = found.ranks
         if found.caveat:
             caveats[quantity] = found.caveat
         if quantity == "storage_read_tokens":
             ranks = found
 
+    for quantity, why in _unmatched(named).items():
+        v[quantity], errors[quantity] = None, why
     # Blocks name their tier; a token counter that adds DRAM and disk up (KVBM's) does not.
     try:
         size, how = _block_size(engine, after, block_tokens)
@@ -228,3 +232,23 @@ def attribute(engine: str, before: MetricSet | None, after: MetricSet,
         engine=engine, **v, matched=matched, rank_reads=ranks.ranks if ranks else {},
         rank_mode=ranks.mode if ranks else "", caveats=caveats, errors=errors,
         unclassified=unclassified, unknown=[q for q in QUANTITIES if v[q] is None])
+
+
+
+def _unmatched(named: dict[str, dict[str, float]]) -> dict[str, str]:
+    """Proof quantities whose counters lack a rank another's name: that rank's figure was not
+    read (its series in neither scrape), so their sum or least over the others is refused."""
+    def labels(ranks: dict[str, float]) -> frozenset[str]:
+        return frozenset(x.split("=", 1)[0] for k in ranks for x in k.split(","))
+
+    ranked = {q: r for q, r in named.items() if q in PROOF_QUANTITIES and len(r) > 1}
+    out = {}
+    for q, ranks in ranked.items():
+        # Only counters that name their ranks by the same labels say the same ranks.
+        others = {k: o for o, r in ranked.items() if labels(r) == labels(ranks) for k in r
+                  if k not in ranks}
+        if others:
+            out[q] = "; ".join(f"rank {k} is in the {o} counter but in neither scrape of this "
+                               "one: its figure was not read, and the other ranks' cannot "
+                               "stand for it" for k, o in others.items())
+    return out
