@@ -67,3 +67,21 @@ def test_an_md_array_and_its_members_are_never_both_counted(tmp_path):
     assert double_counted(["nvme1n1", "nvme2n1"], tmp_path) == ""
     why = double_counted(["/dev/md127", "/dev/nvme2n1"], tmp_path)
     assert "md127 and its members nvme2n1" in why and "count twice" in why
+
+
+def test_an_rdma_port_gone_after_the_probe_is_named_not_dropped_from_the_sum(tmp_path):
+    # Two ports of mlx5_0; port 2 went away mid-probe (a link reset re-enumerates the ports):
+    # summed over port 1 alone, the storage side lost what port 2 carried.
+    sysfs(tmp_path, rx=0, words=0)
+    second = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports" / "2" / "counters"
+    second.mkdir(parents=True)
+    (second / "port_rcv_data").write_text("0\n")
+    counters = SysfsCounters([], ["mlx5_0"], root=tmp_path)
+    before = counters.read()
+    sysfs(tmp_path, rx=0, words=1_000)
+    (second / "port_rcv_data").unlink()
+    second.rmdir()
+    second.parent.rmdir()
+    with pytest.raises(AttributionError, match="RDMA port 'mlx5_0/2' .*not in the snapshot "
+                       "after the probe"):
+        storage_reads(before, counters.read())
