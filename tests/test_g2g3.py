@@ -221,7 +221,9 @@ def test_a_pair_without_a_figure_is_an_error_naming_it():
     cand[1] = cand[1].model_copy(update={"ttfts": [], "output_throughput": None})
     ms = g3(cand)
     ttft = ms["TTFT p50 reduction @ concurrency 16"]
-    assert ttft.outcome is Outcome.ERROR and "not finite and > 0" in ttft.note
+    # Named with why (#43): the pair, the arm and what it lacked, not the ratio's refusal of 0.
+    assert ttft.outcome is Outcome.ERROR and ttft.note == "1 of 7 pairs have no figure"
+    assert ttft.coverage.missing == ["#2 the candidate gave no TTFT p50: no successful request"]
 
 
 def test_fewer_pairs_than_the_first_look_decide_nothing():

@@ -83,7 +83,8 @@ def test_the_kv_files_are_hashed_before_the_drop_and_read_back_after(tmp_path):
     drop_page_cache(tmp_path, stored)
     assert stored == {n: hashlib.sha256(d).hexdigest() for n, d in layers.items()}
     assert read_back(tmp_path, stored).model_dump() == {
-        "files": 4, "bytes": sum(map(len, layers.values())), "changed": [], "vanished": 0}
+        "files": 4, "bytes": sum(map(len, layers.values())), "changed": [], "vanished": 0,
+        "gone": []}
     # One byte rots at rest, one file is removed by the engine, the probe writes a new one.
     rotted = bytearray(layers["0a1b/model.layers.2.safetensors"])
     rotted[40000] ^= 1
@@ -93,3 +94,4 @@ def test_the_kv_files_are_hashed_before_the_drop_and_read_back_after(tmp_path):
     found = read_back(tmp_path, stored)
     assert found.changed == ["0a1b/model.layers.2.safetensors"]
     assert (found.files, found.vanished) == (3, 1)
+    assert found.gone == ["0a1b/model.layers.3.safetensors"]

@@ -8,7 +8,6 @@ from .comparison import (
     design_text,
     level_done,
     level_looks,
-    level_tables,
     look_plan,
     measured_pair,
 )
@@ -17,6 +16,7 @@ from .errors import PhaseError
 from .g2g3 import by_concurrency, g2_measurements, g3_chains, g3_measurements, starved
 from .kv_dir import prepare_kv_dir
 from .kv_files import WRITE_QUIET_S, read_back, stored_bytes
+from .looks import level_tables
 from .machine import DeviceReference, MachineReadings
 from .pagecache import drop_page_cache, read_bytes_delta, tree_read_bytes
 from .phases import (

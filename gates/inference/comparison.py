@@ -21,9 +21,10 @@ from ..core.statistics import (
     pass_probability,
     sequential,
 )
-from ..core.verdicts import G3, Limit, Measurement, Outcome, Table
+from ..core.verdicts import G3, Coverage, Limit, Measurement, Outcome
 from .machine import device_variation, speed_variation
 from .repetitions import Repetition
+from .units import pair_coverage, throughput, ttft_p50
 
 Pair = tuple[Repetition, Repetition]  # (baseline, candidate), run back to back
 # ABBA: pair i runs its arms in ORDERS[i % 2], so a drift over two pairs hits both arms alike.
@@ -74,10 +75,24 @@ def limits_of(c: int, limits: G3Limits) -> dict[str, Limit]:
             relative_to=f"the baseline's output throughput @ concurrency {c}, paired")}
 
 
+def _pick(id: str) -> Callable[[Repetition], float | None]:
+    return ttft_p50 if id == "g3.ttft_p50_reduction" else throughput
+
+
+def pairs_read(pairs: Sequence[Pair], id: str) -> Coverage:
+    """Which of the level's kept pairs have both arms' figure for one measurement; the others
+    with the arm that gave none and why (gates.inference.units)."""
+    return pair_coverage(pairs, _pick(id), "TTFT p50" if id == "g3.ttft_p50_reduction"
+                         else "output throughput")
+
+
 def figures(pairs: Sequence[Pair], id: str) -> tuple[list[float], list[float]]:
-    """(baseline, candidate) figures of every pair for one measurement."""
-    pick = (lambda r: r.ttft_p50) if id == "g3.ttft_p50_reduction" \
-        else (lambda r: r.output_throughput)
+    """(baseline, candidate) figures of every pair for one measurement; ValueError naming each
+    pair without both (a missing figure is never a 0 the ratio would refuse unnamed)."""
+    cov = pairs_read(pairs, id)
+    if not cov.complete:
+        raise ValueError(cov.describe())
+    pick = _pick(id)
     return [pick(b) or 0.0 for b, _ in pairs], [pick(c) or 0.0 for _, c in pairs]
 
 
@@ -173,18 +188,29 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
     """
     cap = reachable(len(pairs), seconds, limits.comparison_budget)
     by_id, rule = limits_of(c, limits), look_plan(limits, decision)
+    covs = {id: pairs_read(pairs, id) for id, _, _ in METRICS}
+    if gaps := [id for id in covs if not covs[id].complete]:
+        # The plan's looks and their risk hold for the pairs as they ran: a look over the pairs
+        # that have figures would be a plan nobody ran. Both figures are ERROR, each naming
+        # its own pairs without one (a pair without either figure fails both).
+        return [covs[id].judge(G3[id].error(
+            f"{len(covs[id].missing)} of {len(pairs)} pairs have no figure"
+            if id in gaps else f"the level's other figure has pairs without one "
+            f"({', '.join(gaps)}): no look is made at its pairs", by_id[id], at=c))
+            for id, _, _ in METRICS]
     try:
         looks = level_looks(c, pairs, limits, decision, spent=True)
     except ValueError as exc:
-        return [G3[id].error(f"{len(pairs)} pairs: {exc}", by_id[id], at=c)
+        return [covs[id].judge(G3[id].error(f"{len(pairs)} pairs: {exc}", by_id[id], at=c))
                 for id, _, _ in METRICS]
     why = _why_stopped(looks, rule, limits, time_spent, len(pairs))
     out = []
     for id, _, _ in METRICS:
         s = looks[id]
         if s.final is None:
-            out.append(G3[id].error(f"no look was made: the plan's first look is at "
-                                    f"{rule.looks[0]} pairs{why}", by_id[id], at=c))
+            out.append(covs[id].judge(G3[id].error(
+                f"no look was made: the plan's first look is at {rule.looks[0]} pairs{why}",
+                by_id[id], at=c)))
             continue
         d, final = log_ratios(*figures(pairs[:s.final.pairs], id)), s.final
         note = _note(s, rule, d, by_id[id], decision.statistic, why, cap)
@@ -195,31 +221,11 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
                      f"+{limits.throughput_gain_claimed_max:g} %): check that the baseline "
                      "was configured fairly (a gain both arms' storage does not explain is a "
                      "deviation)")
-        out.append(G3[id].stamp(Measurement(
+        out.append(G3[id].stamp(covs[id].judge(Measurement(
             name="", value=final.point, unit="%", limit=by_id[id],
             outcome=_OUTCOME[final.outcome], interval=(final.lo, final.hi),
-            interval_miss=s.plan.risk, note=note), c))
+            interval_miss=s.plan.risk, note=note)), c))
     return out
-
-
-def looks_table(pairs: Sequence[Pair], looks: dict[str, Sequential]) -> Table:
-    """Every look of one level: pairs, each figure with its interval, what it decided, and
-    the look's own level (a cut-short last look's is not one of the plan's)."""
-    rows = []
-    made = [looks[id].looks for id, _, _ in METRICS]
-    for i in range(max(map(len, made))):
-        n, level = next((x[i].pairs, x[i].level) for x in made if i < len(x))
-        speed = speed_variation([x for p in pairs[:n] for r in p for x in r.machine])
-        device = device_variation([x for p in pairs[:n] for r in p for x in r.device])
-        rows.append([str(i + 1), str(n)] + [
-            f"{x[i].point:.1f} % [{x[i].lo:.1f}, {x[i].hi:.1f}] → {x[i].outcome}"
-            if i < len(x) else "decided" for x in made]
-            + ["—" if speed is None else f"{speed:.0f} %",
-               "—" if device is None else f"{device:.0f} %", f"{100 * level:.4g} %"])
-    return Table(columns=["look", "pairs"] + [title for _, _, title in METRICS]
-                 + ["machine speed moved (CPU reference)",
-                    "KV device read speed moved (device reference)", "interval's level"],
-                 rows=rows)
 
 
 def design_text(limits: G3Limits, decision: Decision) -> str:
@@ -232,39 +238,6 @@ def design_text(limits: G3Limits, decision: Decision) -> str:
             f"when time cuts the plan short and the pairs that ran get a last look); pairs "
             f"stop when a level is decided or after {limits.comparison_budget / 60:g} min "
             "(g3.comparison_budget).")
-
-
-def level_tables(c: int, pairs: Sequence[Pair], limits: G3Limits,
-                 decision: Decision) -> dict[str, Table]:
-    """A level's pairs as they ran and the looks made at them, titled for the report."""
-    if not pairs:
-        return {}
-    tables = {f"Pairs @ concurrency {c} (ABBA)": pairs_table(pairs)}
-    try:
-        looks = level_looks(c, pairs, limits, decision, spent=True)
-    except ValueError:  # the comparison's own ERROR says which pair has no figure
-        return tables
-    return tables | {f"Sequential looks @ concurrency {c}":
-                     looks_table(pairs, looks)}
-
-
-def pairs_table(pairs: Sequence[Pair]) -> Table:
-    """Each pair as it ran: order, both arms' TTFT p50 and throughput, the ratio."""
-    rows = []
-    for i, (b, c) in enumerate(pairs):
-        order = "baseline, candidate" if i % 2 == 0 else "candidate, baseline"
-        rows.append([str(i + 1), order, _s(b.ttft_p50), _s(c.ttft_p50),
-                     _tok(b.output_throughput), _tok(c.output_throughput)])
-    return Table(columns=["pair", "order", "baseline TTFT p50", "candidate TTFT p50",
-                          "baseline throughput", "candidate throughput"], rows=rows)
-
-
-def _s(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4g} s"
-
-
-def _tok(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4g} tok/s"
 
 
 def baseline_shift(c: int, g2: Sequence[Repetition], g3: Sequence[Repetition],

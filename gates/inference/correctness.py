@@ -8,9 +8,11 @@ not counted as a mismatch, for at most a declared share of the probed contexts.
 
 from __future__ import annotations
 
-from ..core.verdicts import G3, Limit, Measurement
+from ..core.verdicts import G3, Coverage, Limit, Measurement
+from .kv_files import KvReadBack
 from .near_tie import TIE_RULE, allowed_ties, near_tie
 from .repetitions import Repetition
+from .units import CONTEXTS, FILES
 
 
 def divergence(rid: str, cand: Repetition, recompute: Repetition, tokens: int,
@@ -50,6 +52,23 @@ def logprob_gap(cand: Repetition, recompute: Repetition, tokens: int) -> float |
     return max(gaps) if gaps else None
 
 
+def contexts_read(cand: Repetition, recompute: Repetition) -> Coverage:
+    """Every context either arm's probe asked (the same seeded plan on both): compared where
+    the recompute arm gave output ids to hold the candidate's against. A candidate that sent
+    none where recompute did was compared (its outputs differ: nothing against something)."""
+    expected = sorted(set(cand.outputs) | set(recompute.outputs))
+    failed = {}
+    for rid in expected:
+        if rid not in cand.outputs:
+            failed[rid] = "the candidate's probe has no such request"
+        elif rid not in recompute.outputs:
+            failed[rid] = "the recompute arm's probe has no such request"
+        elif not recompute.outputs[rid]:
+            failed[rid] = ("neither arm returned output token ids" if not cand.outputs[rid]
+                           else "the recompute arm returned no output token ids")
+    return Coverage(expected, [r for r in expected if r not in failed], failed, what=CONTEXTS)
+
+
 def correctness(cand: Repetition, recompute: Repetition, tokens: int,
                 gap_max: float | None = None, tie_max: float | None = None,
                 tie_share_max: float | None = None) -> Measurement:
@@ -57,11 +76,12 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int,
     a divergence at a measured near-tie (gates.inference.near_tie: tie_max) is numerics,
     reported, not counted, for at most tie_share_max % of the contexts; more ties than that
     are INCONCLUSIVE (an ERROR), and without all three tolerances no divergence is excused."""
-    limit, probed = Limit.at_most(0, "contexts"), len(cand.outputs)
+    cov = contexts_read(cand, recompute)
+    limit, probed = Limit.at_most(0, "contexts"), len(cov.read)
     rule = None not in (gap_max, tie_max, tie_share_max)
     found = {rid: (d, near_tie(rid, cand, recompute, tokens, gap_max, tie_max) if rule
                    else (False, ""))
-             for rid in sorted(cand.outputs)
+             for rid in cov.expected if rid in cov.read
              if (d := divergence(rid, cand, recompute, tokens, gap_max))}
     bad = {rid: d + (f" ({why})" if why else "") for rid, (d, (tie, why)) in found.items()
            if not tie}
@@ -85,14 +105,38 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int,
                                                  probed=probed) + ")"
     declared = G3["g3.outputs_differing"]
     if len(ties) > allowed and not bad:
-        return declared.error(
+        return cov.judge(declared.error(
             f"INCONCLUSIVE: {len(ties)} of {probed} probed contexts diverged at a near-tie, "
             f"more than the {allowed} ({tie_share_max:g} %) a tie may excuse: outputs this "
-            f"close cannot tell numerics from a restore of other KV; " + note, limit, at=tokens)
+            f"close cannot tell numerics from a restore of other KV; " + note, limit,
+            at=tokens))
     if len(ties) > allowed:
         note += (f"; more than the {allowed} ({tie_share_max:g} %) a tie may excuse: "
                  "these are not excused either")
-    return declared.measured(len(bad), limit, at=tokens, note=note)
+    # A mismatch in the contexts compared FAILs whatever the others hold; a context not
+    # compared caps a clean run at ERROR: it may be the one restored wrong.
+    return declared.stamp(cov.judge(Measurement.measured("", len(bad), limit, note=note)),
+                          tokens)
+
+
+# Why a file stored before the drop was not compared after the probe.
+REMOVED = "removed by the engine before the read-back"
+
+
+def files_read(reps: list[Repetition]) -> Coverage:
+    """Every file the engine had written when the seed settled, per repetition: those compared
+    after the probe were read, those it removed in between (an LRU tier) were not. A file not
+    read back can be the one restored wrong, so it counts against the rule, never as a gap."""
+    expected, read, failed = [], [], {}
+    for k, r in enumerate(reps, 1):
+        x = r.kv_read_back or KvReadBack()
+        same = [f"repetition #{k} file {j}" for j in range(x.files)]
+        gone = [f"repetition #{k} {name}" for name in x.gone] + [
+            f"repetition #{k} removed file {j}" for j in range(len(x.gone), x.vanished)]
+        expected += same + gone
+        read += same
+        failed |= dict.fromkeys(gone, REMOVED)
+    return Coverage(expected, read, failed, what=FILES)
 
 
 def kv_read_back(c: int, reps: list[Repetition]) -> Measurement:
@@ -106,17 +150,20 @@ def kv_read_back(c: int, reps: list[Repetition]) -> Measurement:
     if None in checks:
         return declared.error(f"{checks.count(None)} of {len(reps)} repetitions read no KV "
                               "file back", limit, at=c)
+    cov = files_read(reps)
     files, size = sum(x.files for x in checks), sum(x.bytes for x in checks)
     changed = [name for x in checks for name in x.changed]
     vanished = sum(x.vanished for x in checks)
     if not files:
-        return declared.error("no KV file was left to read back after the probes (the engine "
-                              f"wrote none, or removed all {vanished}): nothing shows the "
-                              "restored bytes were the stored ones", limit, at=c)
+        return cov.judge(declared.error(
+            "no KV file was left to read back after the probes (the engine wrote none, or "
+            f"removed all {vanished}): nothing shows the restored bytes were the stored ones",
+            limit, at=c))
     note = (f"{files} KV files ({size / 1e6:.1f} MB) over {len(reps)} repetitions hashed "
             "(SHA-256) once the seed's writes had settled and again after the probe"
             + (f"; {vanished} removed by the engine in between, not compared" if vanished else ""))
     if changed:
         note = (f"{len(changed)} of {files} KV files changed between store and restore "
                 f"({changed[0]}): the storage gave back other bytes than it was given; " + note)
-    return declared.measured(len(changed), limit, at=c, note=note)
+    # A changed file FAILs whatever the others hold; a removed one caps a clean level at ERROR.
+    return declared.stamp(cov.judge(Measurement.measured("", len(changed), limit, note=note)), c)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.configuration import CvPlan, Decision, G2Limits, G3Limits
-from ..core.statistics import median, percentile, speedup
-from ..core.verdicts import G2, G3, Declared, Limit, Measurement, Outcome
+from ..core.statistics import median, percentile
+from ..core.verdicts import G2, G3, Coverage, Declared, Limit, Measurement, Outcome
 from ..proof import (
     ProofContext,
     Signal,
@@ -17,10 +17,21 @@ from ..proof import (
     storage_proof,
 )
 from .comparison import Pair, comparison
-from .control import g3_request_errors, unfit_by_arm
+from .control import g3_loadgen_fit, g3_request_errors, recompute_reference, self_check
 from .correctness import kv_read_back
 from .machine import cpu_speeds, device_speeds, distinct
 from .repetitions import Repetition, probe_evidence
+from .units import (
+    coverage,
+    fit_read,
+    g2_units,
+    planned,
+    rep_figures,
+    sent,
+    shown,
+    throughput,
+    ttft_p50,
+)
 
 
 def by_concurrency(reps: Sequence[Repetition]) -> dict[int, list[Repetition]]:
@@ -75,41 +86,52 @@ def _controls(reps: Sequence[Repetition], limits: G2Limits) -> tuple[str, str]:
     return "".join(said), "; ".join(why)
 
 
-def _judged(declared: Declared, c: int, figure: tuple[float, float, float], outcome: Outcome,
-            limit: Limit, note: str, limits: G2Limits) -> Measurement:
+def _judged(declared: Declared, c: int, cov: Coverage, figure: tuple[float, float, float],
+            outcome: Outcome, limit: Limit, note: str, limits: G2Limits) -> Measurement:
     # The CV (point, lo, hi) with the plan's whole risk, not one look's (the plan stops on it).
     # An upper end the data cannot give (infinite) is held as 1e6 %: JSON has no infinity.
     point, lo, hi = figure
-    return declared.stamp(Measurement(
+    return declared.stamp(cov.judge(Measurement(
         name="", value=point, unit="%", limit=limit, outcome=outcome,
-        interval=(lo, min(hi, 1e6)), interval_miss=limits.cv_risk / 100, note=note), c)
+        interval=(lo, min(hi, 1e6)), interval_miss=limits.cv_risk / 100, note=note)), c)
 
 
-def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
+def _cv(declared: Declared, c: int, cov: Coverage, values: list[float], limits: G2Limits,
         what: str, reps: Sequence[Repetition] = ()) -> Measurement:
     limit, plan = Limit.at_most(limits.cv_max, "%", key="g2.cv_max"), CvPlan(limits)
+    ran = g2_units(reps)
+    if none := {u: why for u, why in cov.failed.items() if u in ran}:
+        # A CV over the repetitions that gave a figure is not the level's: the one that gave
+        # none (a stalled or failed probe) is the likeliest outlier, and without it the rest
+        # look steadier than the level was. No CV of the others is said, lest it be read as one.
+        # (A planned repetition that never ran is the first look's shortfall, said below.)
+        return cov.judge(declared.error(
+            f"INCONCLUSIVE: a run-to-run CV needs every repetition's {what}, and "
+            f"{len(none)} of the {len(ran)} that ran gave none ("
+            + "; ".join(f"#{u} {why}" for u, why in none.items()) + ")", limit, at=c))
     iv = plan.interval(values)
     if iv is None:
-        return declared.error(f"need at least 2 repetitions with a non-zero {what}", limit, at=c)
+        return cov.judge(declared.error(f"need at least 2 repetitions with a non-zero {what}",
+                                        limit, at=c))
     said, machine = _controls(reps, limits)
     about = (f"{iv.text()} repetitions, each end at {100 * iv.miss:.2g} % (g2.cv_risk "
             f"{limits.cv_risk:g} % over looks at {_span(plan.looks)} repetitions)")
     each = f"{about}; per repetition: " + ", ".join(f"{v:.4g}" for v in values) + said
     at, fig = plan.decided(iv), (iv.point, iv.lo, iv.hi)
     if iv.n < limits.repetitions:
-        return _judged(declared, c, fig, Outcome.ERROR, limit, (
+        return _judged(declared, c, cov, fig, Outcome.ERROR, limit, (
             f"INCONCLUSIVE: {iv.n} repetitions, fewer than the plan's first look "
             f"(g2.repetitions {limits.repetitions}); {each}"), limits)
     if at == "pass":
-        return _judged(declared, c, fig, Outcome.PASS, limit, each, limits)
+        return _judged(declared, c, cov, fig, Outcome.PASS, limit, each, limits)
     if at == "fail" and machine:
         # Not shown to be the baseline's instability rather than the machine's: says nothing.
-        return _judged(declared, c, fig, Outcome.ERROR, limit, (
+        return _judged(declared, c, cov, fig, Outcome.ERROR, limit, (
             f"INCONCLUSIVE: {what} CV credibly above {limits.cv_max:g} %, but {machine} over these "
             f"repetitions{_busiest(reps)}; {each}"), limits)
     if at == "fail":
         # A credible CV failure on a steady machine is a real measurement; say what else ran.
-        return _judged(declared, c, fig, Outcome.FAIL, limit, (
+        return _judged(declared, c, cov, fig, Outcome.FAIL, limit, (
             f"baseline unstable: {what} CV credibly above {limits.cv_max:g} %"
             f"{_busiest(reps)}; {each}"), limits)
     # The plan adds repetitions until the budget unless another figure of the level failed
@@ -117,7 +139,7 @@ def _cv(declared: Declared, c: int, values: list[float], limits: G2Limits,
     stopped = "" if iv.n >= limits.repetitions_max else (
         "; the level ended before its budget (another of its figures failed or is missing, "
         "or the run stopped)")
-    return _judged(declared, c, fig, Outcome.ERROR, limit, (
+    return _judged(declared, c, cov, fig, Outcome.ERROR, limit, (
         f"INCONCLUSIVE: {what} CV neither credibly under nor over {limits.cv_max:g} % after "
         f"{iv.n} of at most {limits.repetitions_max} repetitions (g2.repetitions_max)"
         f"{stopped}{_busiest(reps)}; {each}"), limits)
@@ -128,81 +150,40 @@ def _span(r: range) -> str:
 
 
 def g2_level(c: int, reps: list[Repetition], limits: G2Limits) -> list[Measurement]:
-    """The G2 measurements of one concurrency level."""
+    """The G2 measurements of one concurrency level, each over every repetition the level ran
+    and those its plan's first look needs (gates.inference.units): none is dropped unread."""
+    units, not_run = g2_units(reps), planned(reps, limits.repetitions)
     errors = sum(r.errors for r in reps)
     texts = "; ".join(r.error_text for r in reps if r.error_text)
-    out = [G2["g2.request_errors"].measured(
-        errors, Limit.at_most(limits.request_errors_max, "requests", key="g2.request_errors_max"),
-        at=c, note=texts or f"{sum(r.sent for r in reps)} requests sent")]
-    p50s = [r.ttft_p50 for r in reps if r.ttft_p50]
-    p99s = [percentile(r.ttfts, 99) for r in reps if r.ttfts]
-    tputs = [r.output_throughput for r in reps if r.output_throughput]
-    for id, values, unit in (("g2.ttft_p50", p50s, "s"), ("g2.ttft_p99", p99s, "s"),
-                             ("g2.output_throughput", tputs, "tok/s")):
+    out = [G2["g2.request_errors"].stamp(coverage(units, sent, not_run).judge(
+        Measurement.measured("", errors, Limit.at_most(
+            limits.request_errors_max, "requests", key="g2.request_errors_max"),
+            note=texts or f"{sum(r.sent for r in reps)} requests sent")), c)]
+    p50 = rep_figures(units, ttft_p50, "TTFT p50", not_run)
+    tput = rep_figures(units, throughput, "output throughput", not_run)
+    p99 = rep_figures(units, lambda r: percentile(r.ttfts, 99) if r.ttfts else None,
+                      "TTFT p99", not_run)
+    for id, (cov, values), unit in (("g2.ttft_p50", p50, "s"), ("g2.ttft_p99", p99, "s"),
+                                    ("g2.output_throughput", tput, "tok/s")):
         # The baseline's own figures: what G3's control must not move from, and what the
         # procurement summary shows. Reported, not judged: no limit in thresholds.toml holds
         # a site's absolute TTFT (it is the model's and the context's, not the storage's).
-        missing = len(reps) - len(values)
-        out.append(G2[id].reported(median(values), unit, at=c,
-                                   note=f"median over {len(values)} repetitions")
-                   if values and not missing else
-                   G2[id].error(f"{missing} of {len(reps)} repetitions have no successful "
-                                "request", at=c))
-    out.append(_cv(G2["g2.ttft_p50_cv"], c, p50s, limits, "TTFT p50", reps))
-    out.append(_cv(G2["g2.throughput_cv"], c, tputs, limits, "throughput", reps))
-    out.append(self_check(G2["g2.loadgen_fit"], c, reps))
+        # A median of the repetitions that gave one is not the level's: ERROR, naming those.
+        out.append(G2[id].stamp(shown(cov,
+            Measurement.reported("", median(values), unit,
+                                 note=f"median over {len(values)} repetitions")), c)
+                   if cov.complete else cov.judge(G2[id].error(
+                       f"{len(cov.missing)} of {len(cov.expected)} repetitions have no "
+                       + ("figure" if not_run else "successful request"), at=c)))
+    out.append(_cv(G2["g2.ttft_p50_cv"], c, p50[0], p50[1], limits, "TTFT p50", reps))
+    out.append(_cv(G2["g2.throughput_cv"], c, tput[0], tput[1], limits, "throughput", reps))
+    out.append(self_check(G2["g2.loadgen_fit"], c, coverage(units, fit_read, not_run), reps))
     return out
-
-
-def _reasons(reps: Sequence[Repetition]) -> str:
-    return "; ".join(sorted({x for r in reps if not r.fit for x in r.unfit_reasons}))
-
-
-def self_check(declared: Declared, c: int, reps: list[Repetition],
-               set_aside: Sequence[Pair] = ()) -> Measurement:
-    """Repetitions where the load generator, not the server, was the bottleneck.
-
-    An unfit repetition is kvgate's instrument failing, not the storage: its timestamps carry
-    the generator's own delay, so the level is INCONCLUSIVE (an ERROR), never a FAIL. G3
-    gives both arms' kept repetitions (each arm's count is said); its pairs that were unfit
-    and measured again (set_aside) are named, not judged.
-    """
-    unfit = [r for r in reps if not r.fit]
-    limit = Limit.at_most(0, "repetitions")
-    again = (f"; {len(set_aside)} unfit pair{'s' if len(set_aside) > 1 else ''} set aside "
-             f"unjudged and measured again ({_reasons([r for p in set_aside for r in p])})"
-             if set_aside else "")
-    if not unfit:
-        return declared.measured(0, limit, at=c,
-                                 note="event-loop and schedule lag within limits" + again)
-    reasons = _reasons(unfit)
-    return declared.error(
-        f"INCONCLUSIVE: the load generator was unfit in {len(unfit)} of {len(reps)} "
-        f"repetitions{unfit_by_arm(reps)}, so their timings carry its own delay and say "
-        "nothing of the storage "
-        f"(re-run with nothing else on the machine){': ' + reasons if reasons else ''}{again}",
-        limit, at=c)
 
 
 def g2_measurements(reps: Sequence[Repetition], limits: G2Limits) -> list[Measurement]:
     """Every G2 measurement, level by level."""
     return [m for c, group in by_concurrency(reps).items() for m in g2_level(c, group, limits)]
-
-
-def recompute_reference(c: int, cand: list[Repetition],
-                        recompute: list[Repetition]) -> list[Measurement]:
-    """How much faster the candidate is than recomputing the KV (the seed's 12.6x / 18.3x)."""
-    out = []
-    for id, pick, better in (("g3.ttft_speedup_vs_recompute", lambda r: r.ttft_p50, "lower"),
-                             ("g3.throughput_speedup_vs_recompute",
-                              lambda r: r.output_throughput, "higher")):
-        a = [pick(r) for r in recompute if pick(r)]
-        b = [pick(r) for r in cand if pick(r)]
-        limit = Limit(lo=1.0, lo_inclusive=False, unit="x", relative_to="the recompute arm")
-        out.append(G3[id].measured(speedup(median(a), median(b), better=better), limit, at=c)
-                   if a and b else
-                   G3[id].error("no successful probe on one of the arms", limit, at=c))
-    return out
 
 
 def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition],
@@ -238,10 +219,7 @@ def g3_measurements(pairs: dict[int, list[Pair]], recompute: Sequence[Repetition
         out.append(G3["g3.evidence_chain"].stamp(chain_measurement("", chains[c]), c))
         if c in rec_by:
             out += recompute_reference(c, group, rec_by[c])
-        # Both arms' repetitions: an unfit control baseline inflates its own TTFT, and so the
-        # reduction, as surely as an unfit candidate deflates the candidate's.
-        out.append(self_check(G3["g3.loadgen_fit"], c, [r for p in level for r in p],
-                              (set_aside or {}).get(c, [])))
+        out.append(g3_loadgen_fit(c, level, (set_aside or {}).get(c, [])))
     return out
 
 

@@ -110,6 +110,7 @@ class KvReadBack(BaseModel):
     bytes: int = 0
     changed: list[str] = []  # relative paths whose SHA-256 differ
     vanished: int = 0
+    gone: list[str] = []  # the vanished files' relative paths (empty in records before #43)
 
 
 def file_sha256(fd: int, name: str = "") -> str:
@@ -135,6 +136,7 @@ def read_back(kv_dir: Path, stored: dict[str, str]) -> KvReadBack:
             fd = os.open(kv_dir / name, os.O_RDONLY)
         except FileNotFoundError:
             found.vanished += 1
+            found.gone.append(name)
             continue
         try:
             found.bytes += os.fstat(fd).st_size
