@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import gates.core.verdicts.measures
 from gates.core.configuration import Ceilings, G1Limits
 from gates.core.quantities import bandwidth_unit
 from gates.core.verdicts import Outcome
@@ -47,6 +48,12 @@ def limits(**kw) -> G1Limits:
 
 
 NO_CEILINGS = Ceilings()
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    """Every G1 path these tests exercise stamps as the lead's STRICT will (#43)."""
+    monkeypatch.setattr(gates.core.verdicts.measures, "STRICT", True)
 QD1 = {"randread-4k-qd1": "randread-qd1"}
 
 
@@ -68,7 +75,8 @@ def test_seqread_bandwidth_around_the_limit(floor, outcome):
     assert m.unit == "GB/s"
     assert m.limit.lo == pytest.approx(float(floor.split()[0]))
     assert m.limit.key == "g1.seq_read_bw_min"
-    assert m.evidence == ["evidence/seqread_1m.json"]
+    # the coverage line leads the evidence (#43): fio on this machine is one host, read
+    assert m.evidence == ["hosts read 1 of 1", "evidence/seqread_1m.json"]
     assert m.note == ""
 
 
@@ -139,10 +147,13 @@ def test_qd1_latency_pass_and_fail():
     assert failing.limit.hi == pytest.approx(p99 * 0.99e-3)
 
 
-def test_qd1_latency_needs_enough_samples_zero():
+def test_qd1_latency_with_no_latency_counted_is_not_read():
+    # fio counted every I/O in the ramp: the one host gave no latency, so nothing was read
     m = _g1.qd1_latency(step("zero_samples_ramp.json", {"ramp": "randread-qd1"}), limits())
-    assert m.outcome is Outcome.ERROR
-    assert "only 0 I/Os" in m.note and "1000" in m.note
+    assert m.outcome is Outcome.ERROR and m.value is None
+    assert (m.coverage.expected, m.coverage.read) == (1, 0)
+    assert m.note == ("hosts read 0 of 1 (0%); not read: this machine job 'randread-qd1' "
+                      "counted no completion latency (read clat N = 0)")
 
 
 def _qd1_report(n: int) -> StepOutcome:
@@ -242,7 +253,10 @@ def _two_hosts(second_bw: list[int], second_attained: int) -> StepOutcome:
     steady = [100, 101, 99, 100, 100]
     document = {"client_stats": [entry(1, steady, 1), entry(2, second_bw, second_attained),
                                  {"jobname": "All clients", "read": {}}]}
-    return StepOutcome(report=parse_fio_json(json.dumps(document)))
+    # the hosts run_step planned the job on (#43: a rule is over the planned hosts)
+    plan = {"kvrestore": ["host1", "host2"]}
+    return StepOutcome(report=parse_fio_json(json.dumps(document)).model_copy(
+        update={"planned": plan}))
 
 
 def test_steady_state_judges_every_host():

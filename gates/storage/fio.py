@@ -122,6 +122,10 @@ class FioReport(_Lenient):
     jobs: list[FioJob] = Field(default_factory=list)
     client_stats: list[FioJob] = Field(default_factory=list)
     disk_util: list[DiskUtil] = Field(default_factory=list)
+    # Not fio's: the hosts kvgate asked to run each job on, by job name, as fio names them
+    # (fiorun.run_step sets it from the step, never from fio's output; [] is this machine).
+    # None: a report read without its plan.
+    planned: dict[str, list[str]] | None = Field(default=None, exclude=True)
 
     def entries(self) -> list[FioJob]:
         """Per-job (or per-client job) entries, without fio's own "All clients" sum."""

@@ -87,6 +87,13 @@ def step_hosts(step: FioStep, fio: FioSettings) -> list[str]:
     return [*(fio.hosts if step.hosts is None else step.hosts), *step.neighbour_hosts]
 
 
+def plan(step: FioStep, fio: FioSettings) -> dict[str, list[str]]:
+    """The hosts each of a step's jobs runs on, as fio names them ([]: this machine)."""
+    readers = [host_name(h) for h in (fio.hosts if step.hosts is None else step.hosts)]
+    return {**{job.name: readers for job in step.jobs},
+            **{job.name: [host_name(h) for h in step.neighbour_hosts] for job in step.neighbour}}
+
+
 def _missing_hosts(report: FioReport, hosts: list[str], output: str) -> str:
     """Which --client hosts sent no results: their figures would silently be left out."""
     reported = set(report.hosts())
@@ -174,7 +181,7 @@ def run_step(runner: CommandRunner, step: FioStep, fio: FioSettings, target: Pat
         return run
     try:
         text = output.read_text(errors="replace") if output.exists() else ""
-        run.report = parse_fio_json(text)
+        run.report = parse_fio_json(text).model_copy(update={"planned": plan(step, fio)})
     except FioParseError as exc:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         run.error = f"fio exited {done.returncode}: {exc}" + (f" — {' | '.join(tail)}"
