@@ -111,9 +111,10 @@ def test_gds_platform(g1_inventory, kvgate, check):
 
 
 def test_gds_configuration(g1_inventory, kvgate, check):
-    # cuFile's silent POSIX fallbacks move the KV, only not GPU-direct: deviations to acknowledge.
-    for text in g1c.gds_deviations(g1_inventory, kvgate.site):
-        kvgate.deviate("g1", text)
+    # cuFile's silent POSIX fallbacks move the KV, only not GPU-direct: deviations to acknowledge
+    # (each a Deviation of Cause.GDS_FALLBACK, typed where gates.storage found it).
+    for found in g1c.gds_deviations(g1_inventory, kvgate.site):
+        kvgate.deviate("g1", found)
     check(g1c.gds_configuration(g1_inventory, kvgate.site))
 
 

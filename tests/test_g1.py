@@ -16,7 +16,7 @@ import pytest
 import gates.core.verdicts.measures
 from gates.core.configuration import Ceilings, G1Limits
 from gates.core.quantities import bandwidth_unit
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Cause, Outcome
 from gates.storage import StepOutcome, parse_fio_json, watched_device
 from gates.storage import g1 as _g1
 from gates.storage.fio import FioReport, percentile_from_bins
@@ -323,30 +323,39 @@ SEQREAD_BYTES = report("seqread_1m.json").jobs[0].read.io_bytes
 
 def test_other_io_beyond_what_fio_did_is_a_deviation():
     fio = report("seqread_1m.json")
-    text = _g1.other_io("Sequential read, 1 MiB", "nvme1n1",
-                        (SEQREAD_BYTES + 3 * MiB, 700 * MiB), fio)
+    found = _g1.other_io("Sequential read, 1 MiB", "nvme1n1",
+                         (SEQREAD_BYTES + 3 * MiB, 700 * MiB), fio)
+    assert found.cause is Cause.OTHER_IO and found.blocks  # typed where found, not by its words
+    text = found.text
     assert text.startswith("other I/O on the target's device nvme1n1 during 'Sequential read, "
                            "1 MiB': 703 MiB that fio did not do (read 3 MiB, written 700 MiB")
     assert "another process used the device" in text and "direct = false" not in text
     assert "direct = false" in _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, 700 * MiB), fio,
-                                            buffered=True)
+                                            buffered=True).text
+
+
+def test_a_device_not_watched_is_a_typed_deviation():
+    found = _g1.not_watched("fio runs on 10.0.0.2, whose devices kvgate does not see")
+    assert found.cause is Cause.IO_NOT_WATCHED and found.blocks
+    assert found.text == ("other processes' I/O on the target was not watched: fio runs on "
+                          "10.0.0.2, whose devices kvgate does not see")
 
 
 def test_noise_and_what_fio_itself_did_are_not_a_deviation():
     fio = report("seqread_1m.json")
-    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, 8 * MiB), fio) == ""  # the journal
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, 8 * MiB), fio) is None  # the journal
     share = int(SEQREAD_BYTES * _g1.OTHER_IO_SHARE)  # up to 10 % of fio's bytes is noise
-    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share), fio) == ""
-    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share + MiB), fio) != ""
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share), fio) is None
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES, share + MiB), fio) is not None
     # the page cache served some reads: fewer device reads than fio's are no other I/O
-    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES // 2, 0), fio) == ""
+    assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES // 2, 0), fio) is None
 
 
 def test_other_io_needs_a_device_counters_and_a_report():
     fio = report("seqread_1m.json")
-    assert _g1.other_io("x", "", (0, 10**12), fio) == ""
-    assert _g1.other_io("x", "vda", None, fio) == ""
-    assert _g1.other_io("x", "vda", (0, 10**12), None) == ""
+    assert _g1.other_io("x", "", (0, 10**12), fio) is None
+    assert _g1.other_io("x", "vda", None, fio) is None
+    assert _g1.other_io("x", "vda", (0, 10**12), None) is None
 
 
 @pytest.mark.skipif(shutil.which("fio") is None or shutil.which("dd") is None,
@@ -376,7 +385,10 @@ def test_a_g1_run_records_another_process_writing_to_its_device(tmp_path, repo, 
     assert writer.returncode != 1, "dd could not write to the filesystem with O_DIRECT"
     [record_file] = (tmp_path / "reports").glob("*/g1.json")
     deviations = json.loads(record_file.read_text())["deviations"]
-    lines = [d for d in deviations if d.startswith(f"other I/O on the target's device {device} ")]
+    # typed where G1 found it: the record holds its cause beside its words
+    lines = [d["text"] for d in deviations if isinstance(d, dict)
+             and d["cause"] == Cause.OTHER_IO
+             and d["text"].startswith(f"other I/O on the target's device {device} ")]
     assert lines, (deviations, done.stdout[-2000:])
     assert all("MiB that fio did not do" in d and "written" in d for d in lines)
 

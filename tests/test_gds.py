@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gates.core.configuration import Site
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Cause, Outcome
 from gates.storage import Collector, collect
 from gates.storage import g1config as g1c
 from gates.storage.gds import parse_cufile_json, parse_gdscheck
@@ -98,7 +98,9 @@ def test_compat_mode_on_is_a_deviation_and_a_path_that_moved_no_counter_fails(tm
     assert config.outcome is Outcome.PASS  # allowed, not forced: the KV still moves
     assert path.outcome is Outcome.FAIL
     assert "nvidia-fs counted no reads during gdsio's 64 READ ops" in path.note
-    deviations = g1c.gds_deviations(inv, site)
+    found = g1c.gds_deviations(inv, site)
+    assert {d.cause for d in found} == {Cause.GDS_FALLBACK}  # typed where found
+    deviations = [d.text for d in found]
     assert any(d.startswith("GDS compat mode allowed") and "/etc/cufile.json" in d
                for d in deviations)
     assert "GDS writes through POSIX on this filesystem: /etc/cufile.json "\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.configuration import Ceilings, G1Limits
 from ..core.quantities import bandwidth_unit
-from ..core.verdicts import G1, Limit, Measurement
+from ..core.verdicts import G1, Cause, Deviation, Limit, Measurement
 from .fio import FioReport, combine, samples_support
 from .fioerrors import EILSEQ
 from .g1cover import HostEntries, latencies, moved, over_hosts
@@ -31,28 +31,36 @@ def restore_bw(step: StepOutcome) -> float:
 
 
 def other_io(title: str, device: str, device_io: tuple[int, int] | None,
-             report: FioReport | None, buffered: bool = False) -> str:
-    """A deviation when the target's device moved bytes during a job that fio did not ("" if not).
+             report: FioReport | None, buffered: bool = False) -> Deviation | None:
+    """A deviation when the target's device moved bytes during a job that fio did not (None if
+    not).
 
     Another process on the array (a second run, a backup, another tenant) takes its share of the
     bandwidth fio measures, and nothing else would show it.
     """
     if not device or device_io is None or report is None:
-        return ""
+        return None
     entries = report.entries()
     fio_read, fio_write = (sum(getattr(j, d).io_bytes for j in entries) for d in ("read", "write"))
     read, write = device_io
     other_read, other_write = max(0, read - fio_read), max(0, write - fio_write)
     other = other_read + other_write
     if other <= max(OTHER_IO_FLOOR, OTHER_IO_SHARE * (fio_read + fio_write)):
-        return ""
-    return (f"other I/O on the target's device {device} during '{title}': {mib(other)} that fio "
-            f"did not do (read {mib(other_read)}, written {mib(other_write)} beyond fio's "
-            f"{mib(fio_read)} read, {mib(fio_write)} written): another process used the "
-            "device, so this job's figures may be low"
-            + ("; with direct = false, fio's own buffered writes may land in a later job"
-               if buffered else ""))
+        return None
+    return Deviation(cause=Cause.OTHER_IO, text=(
+        f"other I/O on the target's device {device} during '{title}': {mib(other)} that fio "
+        f"did not do (read {mib(other_read)}, written {mib(other_write)} beyond fio's "
+        f"{mib(fio_read)} read, {mib(fio_write)} written): another process used the device, "
+        "so this job's figures may be low"
+        + ("; with direct = false, fio's own buffered writes may land in a later job"
+           if buffered else "")))
 
+
+def not_watched(why: str) -> Deviation:
+    """The deviation of a run whose target's device kvgate could not watch (why): other
+    processes' I/O during a job, which other_io names, would go unseen."""
+    return Deviation(cause=Cause.IO_NOT_WATCHED,
+                     text=f"other processes' I/O on the target was not watched: {why}")
 
 
 def bandwidth(key: str, step: StepOutcome, limits: G1Limits, ceilings: Ceilings,

@@ -9,7 +9,7 @@ and run by `_g1check.judge`; this module is their public face, in report order.
 from __future__ import annotations
 
 from ..core.configuration import G1Limits, Site
-from ..core.verdicts import Measurement
+from ..core.verdicts import Deviation, Measurement
 from .g1checks import UNHEALTHY_STATE as UNHEALTHY_STATE
 from .g1checks import expected_geometry as expected_geometry
 from .g1checks import fs, gds, judge, net, nvme, raid
@@ -156,7 +156,7 @@ def gds_limits(inv: Inventory, site: Site) -> Measurement:
     return judge(gds.LIMITS, inv, site)
 
 
-def gds_deviations(inv: Inventory, site: Site) -> list[str]:
+def gds_deviations(inv: Inventory, site: Site) -> list[Deviation]:
     """cuFile's silent POSIX fallbacks, for the site to acknowledge (G1 deviations)."""
     return gds.deviations(inv, site)
 

@@ -10,6 +10,7 @@ site must acknowledge (`deviations`): the KV still moves, only not GPU-direct.
 from __future__ import annotations
 
 from ...core.configuration import G1Limits, Site
+from ...core.verdicts import Cause, Deviation
 from ..gds import RDMA_DRIVERS
 from ..inventory import Inventory
 from .spec import Case, CheckSpec, Reading, ReadResult, Unmeasured, none_of
@@ -152,7 +153,7 @@ def _limits(c: Case) -> Reading:
                    "(P2PDMA on md RAID, NVMe-oF or multipath NVMe; a target on overlayfs)")
 
 
-def deviations(inv: Inventory, site: Site) -> list[str]:
+def deviations(inv: Inventory, site: Site) -> list[Deviation]:
     """cuFile's silent POSIX fallbacks and what kvgate could not verify, for the site to
     acknowledge; none where the site declares no GDS."""
     if not inv.gds.declared or not inv.gds.cufile.ok:
@@ -168,7 +169,7 @@ def deviations(inv: Inventory, site: Site) -> list[str]:
         found.append(f"GDS on md RAID ({inv.raid.value.device}): nvidia-fs needs the md RAID "
                      "support of the GDS installation (GDS Installation Guide); kvgate did "
                      "not verify it")
-    return found
+    return [Deviation(cause=Cause.GDS_FALLBACK, text=text) for text in found]
 
 
 PLATFORM = CheckSpec("GPUDirect Storage platform (gdscheck -p)", "gds.platform", _platform,
