@@ -20,6 +20,8 @@ from gates.core.verdicts import G1, Outcome
 from gates.core.verdicts.measures import ONE_READING
 from gates.storage import StepOutcome, g1_steps, parse_fio_json
 from gates.storage import g1 as _g1
+from gates.storage import g1hosts as _hosts
+from gates.storage import g1shared as _shared
 from gates.storage.fio import combine
 from gates.storage.fiorun import plan
 
@@ -200,6 +202,48 @@ def test_a_step_fio_failed_on_one_host_names_it_in_its_coverage(tmp_path, change
     for m in rules("kvrestore", step):
         assert m.outcome is Outcome.ERROR and m.note == run.error, m
         assert m.evidence[0] == f"hosts read 1 of 2 (50%); not read: {why}", m.evidence
+
+
+# ---- the shared array's rules (g1hosts) over the same planned hosts --------------------------
+
+def shared_rules(step: StepOutcome) -> list:
+    lim = limits(hosts_aggregate_bw_min="100 MB/s", hosts_spread_max=90)
+    return [_hosts.aggregate(step, lim), _hosts.spread(step, lim), _hosts.merged_p99(step)]
+
+
+def test_the_shared_array_rules_over_every_planned_host():
+    step = recorded("kvrestore")
+    aggregate, spread, p99 = shared_rules(step)
+    assert (aggregate.outcome, spread.outcome, p99.outcome) == (
+        Outcome.PASS, Outcome.PASS, Outcome.REPORTED)
+    assert all(m.coverage.describe() == "hosts read 2 of 2" for m in (aggregate, spread, p99))
+    assert [m.name for m in _hosts.per_host(step)] == [f"KV-restore read on {h}" for h in (A, B)]
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"drop": of_host(B)}, f"{B} fio reported no job named 'kvrestore' from it"),
+    ({"error": 5}, f"{B} job 'kvrestore' ended with {EIO}")])
+def test_the_shared_array_rules_name_a_planned_host_not_read(change, why):
+    step = recorded("kvrestore", **change)
+    for m in shared_rules(step):
+        assert m.outcome is Outcome.ERROR and m.value is None, m
+        assert m.note.startswith(f"hosts read 1 of 2 (50%); not read: {why}"), m.note
+    first, second = _hosts.per_host(step)
+    assert (first.name, first.outcome) == (f"KV-restore read on {A}", Outcome.REPORTED)
+    assert (second.name, second.outcome) == (f"KV-restore read on {B}", Outcome.ERROR)
+    assert second.note == why.removeprefix(f"{B} ")
+
+
+def test_a_scaling_level_missing_a_planned_host_is_named_not_drawn_lower():
+    alone = recorded("kvrestore", of_host(B))  # A alone, as a one-host level runs it
+    one = alone.model_copy(update={"report": alone.report.model_copy(
+        update={"planned": {"kvrestore": [A]}})})
+    curve = _shared.scaling({1: one, 2: recorded("kvrestore")})
+    assert curve.outcome is Outcome.REPORTED and "2: " in curve.note, curve
+    lost = _shared.scaling({1: one, 2: recorded("kvrestore", of_host(B))})
+    assert lost.outcome is Outcome.ERROR and lost.note == (
+        f"2 hosts: hosts read 1 of 2 (50%); not read: {B} fio reported no job named "
+        "'kvrestore' from it"), lost.note
 
 
 def test_a_client_report_without_its_plan_is_an_error():

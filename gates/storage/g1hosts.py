@@ -4,23 +4,28 @@ results (client_stats) and its "All clients" sum. Pure.
 A buyer of an array that serves several GPU servers asks what each host got, what all got
 together, how far the slowest fell behind the fastest, and how the tail latency of every I/O
 looks: the tail comes from the hosts' json+ latency histograms merged bin by bin (fio.merge_bins),
-never from an average of the hosts' own percentiles.
+never from an average of the hosts' own percentiles. Each rule is over the hosts the step
+planned the job on (g1cover): one fio sent nothing from, or whose entry ended with an error or
+moved nothing, is named and the figure over the others is not the array's (ERROR).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.configuration import G1Limits
 from ..core.quantities import bandwidth_unit
-from ..core.verdicts import Limit, Measurement
+from ..core.verdicts import Coverage, Limit, Measurement
 from .fio import ALL_CLIENTS, Latency, combine, merge_bins, percentile_from_bins, samples_support
 from .fiohosts import HostProbe, down, other_versions
 from .g1 import StepOutcome
+from .g1cover import coverage, host_entries, latencies, moved, over_hosts
 
 # fio's "All clients" bandwidth is its summed bytes over the longest client's runtime, rounded to
 # whole bytes/s (fio 3.33 stat.c sum_group_stats / client.c): ours must agree within this share.
 ALL_CLIENTS_TOLERANCE = 0.005
+JOB = "kvrestore"  # the job these rules judge on every host
 
 
 @dataclass(frozen=True)
@@ -83,12 +88,25 @@ def fio_servers(probes: list[HostProbe], client: str) -> Measurement:
     return Measurement.measured(name, len(others), limit, evidence=evidence, note=note)
 
 
+def planned(step: StepOutcome, job: str = JOB) -> Coverage | None:
+    """The planned hosts the job gave a figure from; None where the report cannot say."""
+    try:
+        return coverage([host_entries(step.report, job)], moved("read")) if step.report \
+            else None
+    except ValueError:
+        return None
+
+
 def per_host(step: StepOutcome, title: str = "KV-restore read") -> list[Measurement]:
-    """Each host's bandwidth, with its IOPS: reported, for the buyer to see every server."""
+    """Each host's bandwidth, with its IOPS: reported, for the buyer to see every server; a
+    planned host fio gave no figure from is an ERROR naming why."""
+    cov = planned(step)
+    unread = [Measurement.error(f"{title} on {host}", why, evidence=step.evidence)
+              for host, why in (cov.missing.items() if cov else ())]
     return [Measurement.reported(f"{title} on {f.host}", f.bw / 1e9, "GB/s",
                                  note=f"{f.iops:,.0f} IOPS, {f.io_bytes / 1024**2:,.0f} MiB "
                                  f"in {f.runtime_ms / 1e3:.1f} s")
-            for f in host_figures(step)]
+            for f in host_figures(step) if cov is None or f.host in cov.read] + unread
 
 
 def aggregate(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measurement:
@@ -98,8 +116,16 @@ def aggregate(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measure
     unit, scale = bandwidth_unit(floor or 1e9)
     limit = Limit.at_least(floor / scale, unit, key="g1.hosts_aggregate_bw_min",
                            marginal=band) if floor else None
-    if step.problem():
-        return Measurement.error(name, step.problem(), limit, evidence=step.evidence)
+
+    def error(why: str) -> Measurement:
+        return Measurement.error(name, why, limit, evidence=step.evidence)
+    # A sum over hosts: one not read could only add to it (over_hosts: ERROR naming it).
+    return over_hosts(step, [JOB], moved("read"),
+                      lambda _: _aggregate(step, name, limit, scale, unit), error)
+
+
+def _aggregate(step: StepOutcome, name: str, limit: Limit | None, scale: float,
+               unit: str) -> Measurement:
     figures = host_figures(step)
     if not figures:
         return Measurement.error(name, "fio reported no per-host 'kvrestore' results",
@@ -123,15 +149,23 @@ def aggregate(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measure
 def merged_p99(step: StepOutcome) -> Measurement:
     """The 99th-percentile completion latency of every host's I/Os: merged histograms."""
     name = "KV-restore p99 latency, every host's I/Os merged"
+
+    def error(why: str) -> Measurement:
+        return Measurement.error(name, why, evidence=step.evidence)
+    # Another host's I/Os could move a merged percentile either way: every host, or none.
+    return over_hosts(step, [JOB], latencies, lambda _: _merged_p99(step, name, error),
+                      error)
+
+
+def _merged_p99(step: StepOutcome, name: str,
+                error: Callable[[str], Measurement]) -> Measurement:
     figures = host_figures(step)
-    if step.problem() or not figures:
-        return Measurement.error(name, step.problem() or "fio reported no per-host results",
-                                 evidence=step.evidence)
+    if not figures:
+        return error("fio reported no per-host results")
     bins = merged_bins(figures)
     n = sum(bins.values())
     if not samples_support(n, 99):
-        return Measurement.error(name, f"only {n} I/Os in the hosts' histograms; a p99 needs "
-                                 "at least 1000", evidence=step.evidence)
+        return error(f"only {n} I/Os in the hosts' histograms; a p99 needs at least 1000")
     own = ", ".join(f"{f.host} {(f.clat.percentile_ns(99) or 0) / 1e3:,.0f} µs" for f in figures)
     m = Measurement.reported(name, percentile_from_bins(bins, 99) / 1e3, "µs", note=(
         f"N = {n} from {len(figures)} hosts' json+ histograms merged bin by bin; each host's "
@@ -144,10 +178,19 @@ def spread(step: StepOutcome, limits: G1Limits, band: float = 0.0) -> Measuremen
     name = "KV-restore straggler spread across hosts"
     limit = Limit.at_most(limits.hosts_spread_max, "%", key="g1.hosts_spread_max",
                           marginal=band)
+
+    def error(why: str) -> Measurement:
+        return Measurement.error(name, why, limit, evidence=step.evidence)
+    # A host not read may be the slowest: no spread stands without every planned host.
+    return over_hosts(step, [JOB], moved("read"), lambda _: _spread(step, name, limit, error),
+                      error)
+
+
+def _spread(step: StepOutcome, name: str, limit: Limit,
+            error: Callable[[str], Measurement]) -> Measurement:
     figures = host_figures(step)
-    if step.problem() or len(figures) < 2:
-        return Measurement.error(name, step.problem() or f"{len(figures)} host(s) reported: a "
-                                 "spread needs two", limit, evidence=step.evidence)
+    if len(figures) < 2:
+        return error(f"{len(figures)} host(s) reported: a spread needs two")
     fast, slow = max(figures, key=lambda f: f.bw), min(figures, key=lambda f: f.bw)
     first, last = min(figures, key=lambda f: f.runtime_ms), max(figures,
                                                                key=lambda f: f.runtime_ms)

@@ -12,7 +12,7 @@ from ..core.configuration import G1Limits
 from ..core.verdicts import Limit, Measurement
 from .fio import percentile_from_bins, samples_support
 from .g1 import StepOutcome
-from .g1hosts import aggregate_bw, host_figures, merged_bins
+from .g1hosts import aggregate_bw, host_figures, merged_bins, planned
 from .jobs import shared_steps as shared_steps  # the steps these rules judge
 
 # The neighbour must have written at least this share of its declared rate, or the restore was
@@ -45,10 +45,19 @@ def scaling_curve(steps: dict[int, StepOutcome]) -> list[ScalePoint]:
     return [p for p in points if p is not None]
 
 
+def _unread(step: StepOutcome) -> str:
+    """Why a level's aggregate is not every planned host's ("" where it is): a host left out
+    would make the curve bend where the array did not."""
+    if step.problem():
+        return step.problem()
+    cov = planned(step)
+    return cov.describe() if cov is not None and not cov.complete else ""
+
+
 def scaling(steps: dict[int, StepOutcome]) -> Measurement:
     """The curve as one reported figure: N hosts' aggregate as a % of N times one host's."""
     name = "KV-restore scaling, 1 to N hosts"
-    failed = [f"{n} hosts: {s.problem()}" for n, s in sorted(steps.items()) if s.problem()]
+    failed = [f"{n} hosts: {_unread(s)}" for n, s in sorted(steps.items()) if _unread(s)]
     evidence = [e for s in steps.values() for e in s.evidence]
     points = scaling_curve(steps)
     if failed or len(points) < 2 or points[0].clients != 1:
