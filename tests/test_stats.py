@@ -217,3 +217,23 @@ def test_speedup_seed_figures():
 def test_speedup_rejects_bad_input(args, kw):
     with pytest.raises(ValueError, match="speedup|better"):
         speedup(*args, **kw)
+
+
+def test_the_plan_stops_at_its_budget_and_on_a_series_it_cannot_judge():
+    wobbly = [10.0, 10.6, 9.4, 10.0, 10.6, 9.4, 10.0, 10.6]  # CV 5 %: still undecided at 8
+    assert PLAN.decided(PLAN.interval(wobbly)) == "undecided"
+    assert PLAN.needs_more([wobbly[:7], [100.0] * 7])  # undecided, budget not spent
+    assert not PLAN.needs_more([wobbly, [100.0] * 8])  # the 8th repetition spent the budget
+    # A series a repetition short of the others is a figure missing, whatever the CVs say.
+    assert not PLAN.needs_more([wobbly[:3], [100.0, 100.0]])
+    # A series with no CV (a zero mean) cannot be judged by more repetitions either.
+    assert not PLAN.needs_more([wobbly[:3], [2.0, -1.0, -1.0]])
+    assert PLAN.needs_more([])  # nothing run yet: below the first look
+
+
+def test_speedup_of_figures_below_one_and_of_a_zero_figure():
+    assert speedup(0.5, 0.25, better="lower") == 2.0  # TTFT p50 in seconds, under one
+    assert speedup(0.2, 0.8, better="higher") == 4.0
+    for baseline, candidate in ((1.0, 0.0), (0.0, 1.0), (1.0, -2.0)):
+        with pytest.raises(ValueError, match="finite figures > 0"):
+            speedup(baseline, candidate, better="higher")

@@ -322,3 +322,21 @@ def test_a_digest_does_not_depend_on_the_order_of_the_keys():
 
     assert json_digest({"a": 1, "b": {"x": 2, "y": 3}}) == json_digest({"b": {"y": 3, "x": 2},
                                                                            "a": 1})
+
+
+def test_a_limit_of_ten_thousand_or_more_is_written_whole_up_to_1e16():
+    assert str(Limit(lo=1e4, unit="IO/s")) == "x >= 10000 IO/s"
+    assert str(Limit(lo=9999.5)) == "x >= 1e+04"  # 4 significant digits below 10,000
+    assert str(Limit(hi=1e16)) == "x <= 1e+16"  # and beyond 1e16 (no 17-digit integers)
+    assert str(Limit(hi=9.5e15)) == "x <= 9500000000000000"
+
+
+def test_blocked_and_reported_keep_what_they_were_given():
+    limit = Limit(lo=29.0, unit="%")
+    blocked = Measurement.blocked("gain", "G2 did not pass", limit)
+    assert (blocked.limit, blocked.unit, blocked.note) == (limit, "%", "G2 did not pass")
+    assert Measurement.blocked("gain", "G2 did not pass").unit == ""
+    shown = Measurement.reported("drift", 1.5, "%")
+    assert (shown.value, shown.unit, shown.note, shown.outcome) == (1.5, "%", "",
+                                                                   Outcome.REPORTED)
+    assert Measurement.reported("drift", 1.5, "%", note="rehearsal").note == "rehearsal"
