@@ -4,7 +4,8 @@ A gate's record carries the site keys that define what it measured (the target d
 device, every arm's command, endpoints and KV directories, the eviction mode) and the
 thresholds file's SHA-256. A later gate compares its own with its upstream record's: a changed
 limits file or a changed key is a deviation naming the key and both values (or both hashes),
-in the record and so in the summary, never a silent link. Pure.
+in the record and so in the summary, never a silent link: Cause.LIMITS_CHANGED, SITE_CHANGED,
+or SOAK_OTHER_ENGINE when the arm G4 soaks is not the one G3 measured. Pure.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import json
 
 from .core.configuration import Arm, Site
-from .core.verdicts import GateRecord
+from .core.verdicts import Cause, Deviation, GateRecord
 
 BINDING_FACT = "site binding"  # the record fact holding the bound keys, as JSON
 _ARM_KEYS = ("kind", "engine", "command", "urls", "metrics_urls", "kv_dir", "kv_root", "model")
+_ENGINE_KEYS = {"kind", "engine", "command", "model"}  # what makes an arm another engine
 
 
 def site_binding(site: Site, arms: dict[str, Arm]) -> dict[str, str]:
@@ -31,29 +33,39 @@ def site_binding(site: Site, arms: dict[str, Arm]) -> dict[str, str]:
 
 
 def binding_deviations(upstream: GateRecord, thresholds_sha256: str,
-                       binding: dict[str, str]) -> list[str]:
+                       binding: dict[str, str]) -> list[Deviation]:
     """What changed since the upstream record, one deviation each; [] when nothing did."""
     before = upstream.gate.upper()
     out = []
     if upstream.thresholds_sha256 and upstream.thresholds_sha256 != thresholds_sha256:
-        out.append(f"limits changed since {before} (run {upstream.run_id}): thresholds "
-                   f"SHA-256 {upstream.thresholds_sha256[:16]}… then, {thresholds_sha256[:16]}… "
-                   f"now (revision {upstream.thresholds_revision!r} then)")
+        out.append(Deviation(cause=Cause.LIMITS_CHANGED, text=(
+            f"limits changed since {before} (run {upstream.run_id}): thresholds SHA-256 "
+            f"{upstream.thresholds_sha256[:16]}… then, {thresholds_sha256[:16]}… now "
+            f"(revision {upstream.thresholds_revision!r} then)")))
     try:
         theirs = json.loads(upstream.facts.get(BINDING_FACT, "{}"))
     except ValueError:
         theirs = {}
-    changed: dict[str, list[str]] = {}
+    changed: dict[str, dict[str, str]] = {}
     for key in sorted(set(theirs) & set(binding)):
         if theirs[key] != binding[key]:
             group, _, name = key.rpartition(".")
-            changed.setdefault(group, []).append(
-                f"{name} was {_short(theirs[key])}, is {_short(binding[key])}")
+            changed.setdefault(group, {})[name] = (f"{name} was {_short(theirs[key])}, "
+                                                   f"is {_short(binding[key])}")
     # One deviation per arm (or table): a G4 soaking another engine than G3 measured is one
     # finding per arm, not one per key.
-    out += [f"site changed since {before} (run {upstream.run_id}): {group}: "
-            + "; ".join(parts) for group, parts in changed.items()]
+    out += [Deviation(cause=_cause(upstream.gate, group, parts), text=(
+        f"site changed since {before} (run {upstream.run_id}): {group}: "
+        + "; ".join(parts.values()))) for group, parts in changed.items()]
     return out
+
+
+def _cause(upstream_gate: str, group: str, names: dict[str, str]) -> Cause:
+    """G4 stands on G3 and soaks its candidate arm: that arm's engine, command or model changed
+    is another engine soaked than G3 measured; any other key is the site changed."""
+    if upstream_gate == "g3" and group.startswith("arms.") and set(names) & _ENGINE_KEYS:
+        return Cause.SOAK_OTHER_ENGINE
+    return Cause.SITE_CHANGED
 
 
 def _short(value: str, most: int = 90) -> str:

@@ -15,8 +15,9 @@ from .core.configuration import CHECKOUT, Arm, LoadedFile, Site, Thresholds
 from .core.verdicts import (
     DECLARED,
     GATE_TITLES,
-    SIMULATED_ENGINE,
+    Cause,
     ChecklistAnswer,
+    Deviation,
     DutItem,
     GateRecord,
     Measurement,
@@ -74,7 +75,7 @@ class GateSession:
     tool_versions: dict[str, str] = field(default_factory=dict)
     started: dict[str, str] = field(default_factory=dict)
     upstream: dict[str, tuple[UpstreamRef | None, str]] = field(default_factory=dict)
-    deviations: dict[str, list[str]] = field(default_factory=dict)
+    deviations: dict[str, list[Deviation]] = field(default_factory=dict)
     inventory: list[DutItem] = field(default_factory=list)  # the DUT, collected by G1
     facts: dict[str, dict[str, str]] = field(default_factory=dict)  # per gate, e.g. workload
     finished: dict[str, tuple[GateRecord, dict[str, Path]]] = field(default_factory=dict)
@@ -146,7 +147,7 @@ class GateSession:
             self.bind(gate)
         reason = self.upstream[gate][1]
         if reason and self.options.force:
-            self.deviate(gate, f"FORCED: run despite the upstream gate: {reason}")
+            self.deviate(gate, f"FORCED: run despite the upstream gate: {reason}", Cause.FORCED)
             return ""
         return reason
 
@@ -156,20 +157,24 @@ class GateSession:
         upstream = next((r for r in self.store.records(ref.run_id) if r.gate == ref.gate),
                         None) if ref else None
         if upstream is not None:
-            for text in binding_deviations(upstream, self.thresholds_file.sha256,
-                                           site_binding(self.site, self.bound_arms(gate))):
-                self.deviate(gate, text)
+            for found in binding_deviations(upstream, self.thresholds_file.sha256,
+                                            site_binding(self.site, self.bound_arms(gate))):
+                self.deviate(gate, found)
 
     def bound_arms(self, gate: str) -> dict[str, Arm]:
         """The arms a gate's record is bound to: the ones it measured (G4 soaks the candidate)."""
         arms = self.arms(gate)
         return {"candidate": arms["candidate"]} if gate == "g4" and "candidate" in arms else arms
 
-    def deviate(self, gate: str, text: str) -> None:
-        """Record a deviation from the procedure, shown on the gate's report."""
+    def deviate(self, gate: str, found: Deviation | str, cause: Cause | None = None) -> None:
+        """Record a deviation from the procedure, shown on the gate's report: its cause, set by
+        whoever found it (a Deviation's own, or the one named with its text), decides its
+        effect on ACCEPT. Text with no cause is read as an older record's (LEGACY_PREFIXES)."""
+        found = Deviation(cause=cause, text=found) if isinstance(found, str) and cause \
+            else Deviation.model_validate(found)
         notes = self.deviations.setdefault(gate, [])
-        if text not in notes:
-            notes.append(text)
+        if found not in notes:
+            notes.append(found)
 
     def record(self, gate: str, measurement: Measurement) -> None:
         """Store one measurement of a gate the moment it is made."""
@@ -187,10 +192,8 @@ class GateSession:
             self.not_run[gate] = list(not_run)
 
     def judged(self, gate: str) -> list[Measurement]:
-        """The gate's measurements as its record holds them: complete, or made INCOMPLETE.
-
-        A gate its upstream blocks measured nothing on purpose: its BLOCKED stands alone.
-        """
+        """The gate's measurements as its record holds them: complete, or made INCOMPLETE (a
+        gate its upstream blocks measured nothing on purpose: its BLOCKED stands alone)."""
         measurements = self.store.measurements(self.run_id, gate)
         if gate not in self.upstream:
             self.blocked_reason(gate)  # a gate none of whose checks ran: still bound, or blocked
@@ -221,12 +224,9 @@ class GateSession:
         return self.site.arms if gate != "g1" else {}
 
     def simulated_arms(self, gate: str) -> list[str]:
-        """The gate's arms that ran kvgate's simulator: by the server's word, else the config.
-
-        An arm the gate reached (every G2/G3 cold recovery and G4's soak ask the server what
-        it is) is judged by what it answered, whatever its `engine =` says; one it never asked
-        (it failed before) by its configuration.
-        """
+        """The gate's arms that ran kvgate's simulator: by the server's word, else the config
+        (every G2/G3 cold recovery and G4's soak ask the server what it is: an arm it reached is
+        judged by its answer, whatever its `engine =` says; one it never asked, by its config)."""
         said = self.served.get(gate, {})
         return sorted(n for n, arm in self.bound_arms(gate).items()
                       if (said[n][1] if n in said else arm.engine == "kvgate-sim"))
@@ -263,8 +263,8 @@ class GateSession:
         upstream = self.upstream.get(gate, (None, ""))[0]
         simulated = ", ".join(self.simulated_arms(gate))
         if simulated:  # carried by the record, so a summary of any later run sees it too
-            self.deviate(gate, f"{SIMULATED_ENGINE}: the arms {simulated} run kvgate's reference "
-                         "engine simulator, not a real inference engine")
+            self.deviate(gate, f"simulated engine: the arms {simulated} run kvgate's reference "
+                         "engine simulator, not a real inference engine", Cause.SIMULATED_ENGINE)
         record = GateRecord(
             gate=gate, run_id=self.run_id, site=self.site.site.name,
             started=self.started[gate], finished=utc_now(),
@@ -272,7 +272,7 @@ class GateSession:
             thresholds_sha256=self.thresholds_file.sha256,
             site_sha256=self.site_file.sha256, limits_profile=self.thresholds.profile,
             tool_versions=self.tool_versions, upstream=upstream,
-            forced=any(d.startswith("FORCED:") for d in self.deviations.get(gate, [])),
+            forced=any(d.cause is Cause.FORCED for d in self.deviations.get(gate, [])),
             deviations=self.deviations.get(gate, []),
             evidence=self.store.manifest(self.run_id),
             inventory=self.inventory if gate == "g1" else [],

@@ -22,8 +22,8 @@ def g2(g2_baseline, kvgate):
     arms = {"baseline": g2_baseline.reps}
     kvgate.charts["g2"] = [("Baseline TTFT CDF", ttft_cdf(arms)),
                            ("Baseline throughput vs concurrency", throughput_by_concurrency(arms))]
-    for text in starved(g2_baseline.reps, kvgate.thresholds.g2):
-        kvgate.deviate("g2", text)
+    for found in starved(g2_baseline.reps, kvgate.thresholds.g2):
+        kvgate.deviate("g2", found)
     return g2_measurements(g2_baseline.reps, kvgate.thresholds.g2)
 
 

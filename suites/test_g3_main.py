@@ -41,14 +41,14 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
     for c, level in sorted(g3_pairs.pairs.items()):
         kvgate.tables.setdefault("g3", {}).update(
             level_tables(c, level, limits, kvgate.thresholds.decision))
-        for text in baseline_shift(c, g2_by.get(c, []), [b for b, _ in level], limits,
-                                   kvgate.thresholds.g2):
-            kvgate.deviate("g3", text)
+        for found in baseline_shift(c, g2_by.get(c, []), [b for b, _ in level], limits,
+                                    kvgate.thresholds.g2):
+            kvgate.deviate("g3", found)
     for c, group in by_concurrency(g3_candidate.reps).items():
         # A drop mincore did not see take effect: the probes may have read memory (#43).
         drop = level_evidence([r.evidence for r in group], None).page_cache
-        if drop is not None and (text := drop.deviation(f"at concurrency {c}")):
-            kvgate.deviate("g3", text)
+        if drop is not None and (found := drop.deviation(f"at concurrency {c}")):
+            kvgate.deviate("g3", found)
     recompute = g3_recompute.reps if not g3_recompute.error else []
     chains = g3_chains(g3_candidate.reps, recompute, *g3_proof)
     kvgate.tables.setdefault("g3", {}).update(
@@ -59,8 +59,8 @@ def g3(g3_reference, g3_pairs, g3_candidate, g3_recompute, kvgate, compare_with_
                           kv_bytes_per_token=g3_proof[1], time_spent=g3_pairs.time_spent,
                           set_aside=g3_pairs.set_aside, comparison_seconds=g3_pairs.seconds)
     # A gain above the claimed band that the arms' storage does not explain: a crippled baseline?
-    for text in unexplained_gains(G3.select(out, "g3.throughput_gain"), limits, g3_pairs.bound):
-        kvgate.deviate("g3", text)
+    for found in unexplained_gains(G3.select(out, "g3.throughput_gain"), limits, g3_pairs.bound):
+        kvgate.deviate("g3", found)
     if g3_recompute.error:
         out.append(G3["g3.recompute_reference"].error(g3_recompute.error))
     measured = G3.by_level(out, "g3.ttft_p50_reduction")

@@ -2,7 +2,7 @@
 
 import json
 
-from gates.core.verdicts import DECLARED, SIMULATED_ENGINE, GateRecord, Limit, UpstreamRef
+from gates.core.verdicts import DECLARED, Cause, Deviation, GateRecord, Limit, UpstreamRef
 from gates.report.sealing import seal, seal_placeholder
 from gates.store import Store
 
@@ -51,8 +51,9 @@ def write_report(folder, gate, title):
 
 
 # What a session writes into a G2–G4 record whose arms ran the simulator.
-SIMULATED = [f"{SIMULATED_ENGINE}: the arms baseline, candidate run kvgate's reference engine "
-             "simulator, not a real inference engine"]
+SIMULATED = [Deviation(cause=Cause.SIMULATED_ENGINE, text="simulated engine: the arms baseline, "
+                       "candidate run kvgate's reference engine simulator, not a real "
+                       "inference engine")]
 
 
 def open_run(store: Store, run_id: str):

@@ -4,7 +4,7 @@
 import pytest
 
 from gates.core.configuration import Decision, G2Limits, G3Limits
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Cause, Outcome
 from gates.inference import (
     Repetition,
     baseline_shift,
@@ -144,9 +144,10 @@ def test_the_design_states_its_false_accept_bound():
 def test_a_moved_baseline_is_a_deviation_naming_both_figures():
     g2 = [rep("baseline", i, 2.0, 100.0) for i in range(3)]
     g3 = [rep("baseline", i, 2.5, 100.0) for i in range(3)]
-    [text] = baseline_shift(8, g2, g3, LIMITS, G2Limits())
-    assert text.startswith("G3's baseline moved from G2's at concurrency 8: TTFT p50 2.5 s in "
-                           "G3 against 2 s in G2 (+25.0 %, g3.baseline_shift_max 10 %)")
+    [found] = baseline_shift(8, g2, g3, LIMITS, G2Limits())
+    assert found.cause is Cause.BASELINE_MOVED and found.blocks
+    assert found.text.startswith("G3's baseline moved from G2's at concurrency 8: TTFT p50 2.5 s "
+                                 "in G3 against 2 s in G2 (+25.0 %, g3.baseline_shift_max 10 %)")
     assert baseline_shift(8, g2, g2, LIMITS, G2Limits()) == []
 
 

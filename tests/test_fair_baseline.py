@@ -13,7 +13,7 @@ from _chain import SITE, add_gate, full_chain
 
 from gates.cli import main
 from gates.core.configuration import Decision, G3Limits
-from gates.core.verdicts import BLOCKING, deviation_kind
+from gates.core.verdicts import Cause, Effect
 from gates.engines import gain_bound, unexplained_gains
 from gates.engines.fairness import ArmStorage
 from gates.inference import Repetition, g3_measurements
@@ -56,8 +56,9 @@ def test_the_bound_is_the_kv_model_s_gain_from_both_arms_bandwidth():
 def test_a_20x_faster_candidate_over_a_baseline_on_the_same_storage_is_a_blocking_deviation():
     [gain] = gains(20.0)
     assert gain.outcome.value == "PASS" and gain.value > 300  # what the issue saw: PASS
-    [text] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
-    assert deviation_kind(text) == BLOCKING
+    [found] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
+    assert found.cause is Cause.GAIN_BEYOND_STORAGE and found.effect is Effect.BLOCKING
+    text = found.text
     assert text.startswith("gain beyond the arms' storage at concurrency 8: output throughput "
                            "+3"), text
     assert "above the claimed band (+29…+40 %, g3.throughput_gain_claimed_max)" in text
@@ -79,13 +80,14 @@ def test_a_gain_inside_the_claimed_band_is_no_deviation_whatever_the_storage():
 def test_without_a_measured_baseline_storage_nothing_explains_a_gain_above_the_band():
     [gain] = gains(20.0)
     recompute = storage(None, base_dir="")
-    [text] = unexplained_gains([gain], G3Limits(), gain_bound(recompute, KV_BYTES))
-    assert deviation_kind(text) == BLOCKING
+    [found] = unexplained_gains([gain], G3Limits(), gain_bound(recompute, KV_BYTES))
+    assert found.cause is Cause.GAIN_BEYOND_STORAGE and found.effect is Effect.BLOCKING
+    text = found.text
     assert "no prediction can be made: the baseline arm names no kv_dir" in text, text
     failed = storage(None, error="fio exited 1: O_DIRECT not supported")
-    [text] = unexplained_gains([gain], G3Limits(), gain_bound(failed, KV_BYTES))
+    [text] = [d.text for d in unexplained_gains([gain], G3Limits(), gain_bound(failed, KV_BYTES))]
     assert "the baseline's storage could not be measured: fio exited 1: O_DIRECT" in text, text
-    [text] = unexplained_gains([gain], G3Limits(), gain_bound({}, KV_BYTES))
+    [text] = [d.text for d in unexplained_gains([gain], G3Limits(), gain_bound({}, KV_BYTES))]
     assert "the arms' storage was not measured" in text, text
 
 
@@ -98,14 +100,14 @@ def key(tmp_path, monkeypatch):
 
 def test_the_deviation_keeps_an_all_pass_chain_from_accept_until_a_signed_waiver(tmp_path, key):
     [gain] = gains(20.0)
-    [text] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
+    [found] = unexplained_gains([gain], G3Limits(), gain_bound(storage(0.98e9), KV_BYTES))
     out = tmp_path / "out"
     with Store(out) as store:
         full_chain(store, "r1", gates=("g1",))
         below = store.record("r1", "g1")
         for gate in ("g2", "g3", "g4"):
             below = add_gate(store, "r1", gate, cites=below,
-                             deviations=[text] if gate == "g3" else [])
+                             deviations=[found] if gate == "g3" else [])
         summary = build_summary(store, SITE, "r1")
         write_summary(store, SITE, "r1")
     assert summary.recommendation.status == NOT_READY

@@ -1,7 +1,7 @@
 """G2/G3 rules on hand-made repetitions: stability, gains with intervals, proof, correctness."""
 
 from gates.core.configuration import Decision, G2Limits, G3Limits
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Cause, Outcome
 from gates.inference import Repetition, correctness, g2_measurements, g3_measurements
 from gates.proof import StorageReads
 from gates.proof.measurements import PROOF_FAILED, storage_proof
@@ -346,7 +346,9 @@ def test_a_baseline_starved_of_cpu_says_so():
     busy = CpuUse(seconds=30, other_pct=61, engine_pct=35, own_pct=3, engine_wait_ms=9000)
     reps = [rep("baseline", 0, 2.0, 100), rep("baseline", 1, 2.6, 80).model_copy(
         update={"cpu": busy}), rep("baseline", 2, 2.0, 100)]
-    [text] = starved(reps, G2Limits())
+    [found] = starved(reps, G2Limits())
+    text = found.text
+    assert found.cause is Cause.BASELINE_STARVED and found.blocks
     assert text.startswith("baseline may be starved: during repetition 2 at concurrency 8")
     assert "other processes used 61 % of the CPU" in text and "run-queue waits 9,000 ms" in text
     unstable = {m.id: m for m in g2_measurements(reps, G2Limits())}["g2.ttft_p50_cv"]

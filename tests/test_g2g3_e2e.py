@@ -32,7 +32,7 @@ from _timing import (
 )
 
 from gates.core.configuration.config import load_thresholds
-from gates.core.verdicts import GateRecord, Limit, Measurement
+from gates.core.verdicts import SHORTENED, Cause, Deviation, GateRecord, Limit, Measurement
 from gates.sim.cli import bandwidth
 from gates.store import Store
 
@@ -269,9 +269,11 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
                for e in floor["evidence"]), floor["evidence"]
     assert record["facts"]["windows"] == ("6 of 6 committed; the first 1 (one window) left out "
                                           "of throughput and TTFT as the warm-up")
-    assert any(d.startswith("shortened: not a 72-hour sign-off") for d in record["deviations"])
+    found = [Deviation.model_validate(d) for d in record["deviations"]]
+    assert any(d.cause is Cause.SHORTENED and d.text.startswith(SHORTENED) for d in found)
     # G3's candidate said it was the simulator, and so did the soak's server: the same engine.
-    assert not any(d.startswith("G4 soaked") for d in record["deviations"]), record["deviations"]
+    assert not [d for d in found if d.cause is Cause.SOAK_OTHER_ENGINE
+                or d.text.startswith("G4 soaked")], record["deviations"]
     status = subprocess.run([sys.executable, "-m", "gates.cli", "soak", "status", "--out",
                              str(world / "soak")], capture_output=True, text=True, timeout=60)
     assert status.returncode == 0 and "window 6/6" in status.stdout
@@ -327,8 +329,8 @@ def test_a_simulator_configured_as_auto_is_still_labelled_simulated(world):
     passed_g1(world / "auto")
     done, record = run(world, "g2", site, out="auto")
     assert record is not None, done.stdout[-3000:]
-    assert any(d.startswith("simulated engine") for d in record["deviations"]), \
-        record["deviations"]
+    assert any(Deviation.model_validate(d).cause is Cause.SIMULATED_ENGINE
+               for d in record["deviations"]), record["deviations"]
     assert any("kvgate-sim" in v for k, v in record["tool_versions"].items()
                if "as it answered" in k)
 

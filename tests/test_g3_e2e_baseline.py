@@ -13,6 +13,8 @@ from pathlib import Path
 
 from test_g2g3_e2e import QUICK, g2, on_disk, outcomes, run, site_text, world
 
+from gates.core.verdicts import Cause, Deviation
+
 __all__ = ["g2", "world"]  # the module fixtures, built again for this file
 
 GAIN = "Output-throughput gain @ concurrency 1"
@@ -33,7 +35,8 @@ def test_a_baseline_throttled_in_its_engine_is_a_blocking_deviation_not_a_clean_
         assert not (Path(target) / f"kv-{arm}" / "kvgate-arm-storage").exists()
     gain = outcomes(record)[GAIN]
     assert gain["value"] > 40, gain  # above the claimed band: what the storage cannot explain
-    [text] = [d for d in record["deviations"] if d.startswith("gain beyond the arms' storage")]
+    [text] = [d.text for d in map(Deviation.model_validate, record["deviations"])
+              if d.cause is Cause.GAIN_BEYOND_STORAGE]
     assert text.startswith("gain beyond the arms' storage at concurrency 1: output throughput "
                            f"{gain['value']:+.0f} %"), text
     assert "the KV model allows at most from the arms' measured storage" in text, text

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gates.core.verdicts import Cause
 from gates.inference import Repetition, drop_page_cache, g3_chains
 from gates.proof import ProofContext, judge_chain
 
@@ -60,6 +61,7 @@ def test_residency_is_measured_on_real_files_before_and_after_the_drop(tmp_path)
     assert (drop.files, drop.bytes) == (2, 7 * MiB + 123)
     assert drop.resident_before == 7 * MiB + 123  # written and read: all cached
     assert drop.resident_after == 0 and drop.verified and drop.failure() == ""
+    assert drop.deviation("of repetition 1") is None  # a verified drop deviates from nothing
     assert "0 after, of 7,340,155 bytes in 2 KV files" in drop.line()
     if shutil.which("fincore"):  # util-linux's own count agrees with ours, where it is installed
         said = subprocess.run(["fincore", "--bytes", "--raw", "--noheadings", "-o", "RES",
@@ -95,8 +97,9 @@ def test_a_drop_on_tmpfs_cannot_take_effect_and_says_how_many_bytes_stayed(shm):
     assert drop.resident_after == drop.bytes == 2 * MiB and not drop.verified
     why = drop.failure()
     assert "did not take effect: 2,097,152 of 2,097,152 bytes" in why and "mincore" in why
-    text = drop.deviation("of repetition 1 at concurrency 8")
-    assert text.startswith("page cache not dropped before the probe of repetition 1 at "
+    found = drop.deviation("of repetition 1 at concurrency 8")
+    assert found is not None and found.cause is Cause.PAGE_CACHE_KEPT and found.blocks
+    assert found.text.startswith("page cache not dropped before the probe of repetition 1 at "
                            "concurrency 8: the drop did not take effect: 2,097,152 of")
 
 
@@ -207,7 +210,7 @@ def test_a_target_on_tmpfs_says_its_devices_could_not_be_watched(shm, tmp_path):
     assert devices.outcome is Outcome.ERROR and "could not be watched" in devices.note
     drop = rep.evidence.page_cache
     assert drop is not None and not drop.verified and drop.resident_after == drop.bytes > 0
-    assert f"{drop.bytes:,} of {drop.bytes:,} bytes" in drop.deviation("of repetition 1")
+    assert f"{drop.bytes:,} of {drop.bytes:,} bytes" in str(drop.deviation("of repetition 1"))
 
 
 def test_an_unwatched_target_does_not_pass_on_proc_pid_io_alone_even_with_a_verified_drop():

@@ -131,7 +131,8 @@ def test_downstream_gate_blocked_by_failed_upstream_then_forced(gate_dir):
     g2 = records(gate_dir)[-1]
     assert g2["forced"] is True and g2["verdict"] == "PASS"
     assert g2["upstream"]["verdict"] == "FAIL"
-    assert any("FORCED" in d for d in g2["deviations"])
+    assert [d["cause"] for d in g2["deviations"]] == ["forced past upstream"]
+    assert g2["deviations"][0]["text"].startswith("FORCED: run despite the upstream gate: G1")
     html = (gate_dir.path / "reports" / g2["run_id"] / "g2.html").read_text()
     assert "FORCED" in html
 

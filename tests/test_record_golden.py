@@ -22,7 +22,10 @@ from jsonschema import Draft202012Validator
 
 from gates.cli import record_schema
 from gates.core.verdicts import (
+    Cause,
     ChecklistAnswer,
+    Covered,
+    Deviation,
     DutItem,
     GateRecord,
     Limit,
@@ -67,7 +70,9 @@ def g3_measurements() -> list[Measurement]:
                              interval=(28.2, 34.9), evidence=["evidence/g3-candidate.jsonl"],
                              note="G2 run 2026-11-29T080000Z, p50 1.92 s → 1.32 s"
                              ).model_copy(update={"id": "g3.ttft_p50_reduction", "at": 8,
-                                                  "interval_miss": 0.0223}),
+                                                  "interval_miss": 0.0223,
+                                                  "coverage": Covered(what="pairs", expected=8,
+                                                                      read=8)}),
         Measurement.measured("Output throughput gain vs G2 baseline", 26.0,
                              Limit.at_least(29, pct, key="g3.throughput_gain_min"),
                              # wholly below the limit: a FAIL (one reaching back past 29
@@ -97,7 +102,8 @@ def g3_record() -> GateRecord:
                        "engine (candidate)": "vllm 0.11.0, LMCache 0.3.9", "python": "3.11.2"},
         upstream=UpstreamRef(gate="g2", run_id="2026-11-29T080000Z", verdict=Outcome.PASS,
                              record_sha256="89ab" * 16),
-        forced=True, deviations=["FORCED: run despite the upstream gate: G2 ran on a Sunday"],
+        forced=True, deviations=[Deviation(cause=Cause.FORCED, text="FORCED: run despite the "
+                                           "upstream gate: G2 ran on a Sunday")],
         evidence={"evidence/g3-candidate.jsonl": SHA, "evidence/g3-arm-candidate.log": SHA},
         inventory=[DutItem(role="NVMe controller", name="nvme1", model="KIOXIA KCMYXRUG15T3",
                            serial="X3B0A017T0K8", firmware="1UET7104", detail="15.36 TB")],
@@ -149,7 +155,8 @@ def field_names(body: dict) -> dict[str, list[str]]:
     return {"record": sorted(body), "measurement": sorted(first),
             "limit": sorted(first["limit"]), "upstream": sorted(body["upstream"]),
             "inventory": sorted(body["inventory"][0]),
-            "checklist": sorted(body["checklist"][0])}
+            "checklist": sorted(body["checklist"][0]),
+            "coverage": sorted(first["coverage"]), "deviation": sorted(body["deviations"][0])}
 
 
 def matches_golden(name: str, text: str) -> None:
@@ -211,7 +218,8 @@ def test_schema_names_the_same_fields(session):
     names = field_names(json.loads(written(g3_record(), session)))
     documented = {"record": schema, "measurement": defs["Measurement"], "limit": defs["Limit"],
                   "upstream": defs["UpstreamRef"], "inventory": defs["DutItem"],
-                  "checklist": defs["ChecklistAnswer"]}
+                  "checklist": defs["ChecklistAnswer"], "coverage": defs["Covered"],
+                  "deviation": defs["Typed"]}
     assert {k: sorted(v["properties"]) for k, v in documented.items()} == names
 
 

@@ -25,7 +25,15 @@ from hypothesis import strategies as st
 from gates.charts import throughput_by_concurrency, time_series, ttft_cdf
 from gates.checklist import ChecklistStore
 from gates.checklist.store import ChecklistRun
-from gates.core.verdicts import ChecklistAnswer, DutItem, Limit, Measurement, Outcome
+from gates.core.verdicts import (
+    Cause,
+    ChecklistAnswer,
+    Deviation,
+    DutItem,
+    Limit,
+    Measurement,
+    Outcome,
+)
 from gates.core.verdicts.verdict import SEVERITY
 from gates.inference import Repetition
 from gates.options import RunOptions
@@ -202,7 +210,8 @@ def build_reports(root: Path) -> dict:
                                  detail="15.36 TB")]
     for name in ("fio-seqread.json", "fio-seqwrite.json", "fio-kvrestore.json"):
         evidence(session, name, json.dumps({"fio version": "fio-3.33", "jobs": [name]}))
-    session.deviate("g1", "ethtool was not installed on the host; link speed not measured")
+    session.deviate("g1", Deviation(cause=Cause.OTHER, text=(
+        "ethtool was not installed on the host; link speed not measured")))
     for m in g1_measurements():
         session.record("g1", m)
     bw = [(t, 4.7 + 0.05 * ((t * 7) % 3)) for t in range(60)]

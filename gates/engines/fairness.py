@@ -23,10 +23,11 @@ from pydantic import BaseModel
 
 from ..core.configuration import G3Limits
 from ..core.statistics import above_claimed_band
-from ..core.verdicts import Measurement
+from ..core.verdicts import Cause, Deviation, Measurement
 from ..model import RestoreModel, fmt_rate, predict
 
-# How a deviation of this kind begins (gates.core.record.DEVIATION_KINDS: blocking).
+# How a deviation of this kind begins: words for people; its cause, Cause.GAIN_BEYOND_STORAGE
+# (blocking), is what classifies it.
 UNEXPLAINED = "gain beyond the arms' storage"
 
 
@@ -76,7 +77,7 @@ def gain_bound(storage: Mapping[str, ArmStorage], kv_bytes: float) -> GainBound:
 
 
 def unexplained_gains(gains: Sequence[Measurement], limits: G3Limits,
-                      bound: GainBound) -> list[str]:
+                      bound: GainBound) -> list[Deviation]:
     """A deviation for each level whose throughput gain is above the claimed band and beyond
     what the arms' storage allows (or where nothing bounds it)."""
     out = []
@@ -89,11 +90,11 @@ def unexplained_gains(gains: Sequence[Measurement], limits: G3Limits,
         beyond = (f"above the {bound.gain_pct:+.0f} % the KV model allows at most from the "
                   f"arms' measured storage ({bound.basis})" if bound.gain_pct is not None else
                   f"no prediction can be made: {bound.basis}; nothing measured explains it")
-        out.append(
+        out.append(Deviation(cause=Cause.GAIN_BEYOND_STORAGE, text=(
             f"{UNEXPLAINED} at concurrency {m.at}: output throughput {m.value:+.0f} %{interval} "
             f"is above the claimed band (+{limits.throughput_gain_min:g}…"
             f"+{limits.throughput_gain_claimed_max:g} %, g3.throughput_gain_claimed_max) and "
             f"{beyond}. A baseline slower than its own storage (an engine throttled or "
             "misconfigured) makes any array look great: re-run with a fairly configured "
-            "baseline, or a named person waives it (kvgate waive)")
+            "baseline, or a named person waives it (kvgate waive)")))
     return out

@@ -21,7 +21,7 @@ from ..core.statistics import (
     pass_probability,
     sequential,
 )
-from ..core.verdicts import G3, Coverage, Limit, Measurement, Outcome
+from ..core.verdicts import G3, Cause, Coverage, Deviation, Limit, Measurement, Outcome
 from .machine import device_variation, speed_variation
 from .repetitions import Repetition
 from .units import pair_coverage, throughput, ttft_p50
@@ -241,7 +241,7 @@ def design_text(limits: G3Limits, decision: Decision) -> str:
 
 
 def baseline_shift(c: int, g2: Sequence[Repetition], g3: Sequence[Repetition],
-                   limits: G3Limits, g2_limits: G2Limits) -> list[str]:
+                   limits: G3Limits, g2_limits: G2Limits) -> list[Deviation]:
     """Deviations when G3's own baseline moved from G2's record by more than the limit."""
     out = []
     for what, pick, unit in (("TTFT p50", lambda r: r.ttft_p50, "s"),
@@ -260,8 +260,8 @@ def baseline_shift(c: int, g2: Sequence[Repetition], g3: Sequence[Repetition],
             machine += "" if device is None else (
                 f"; the KV device's read speed by {device:.0f} % (g2.device_speed_variation_max"
                 f" {g2_limits.device_speed_variation_max:g} %)")
-            out.append(f"G3's baseline moved from G2's at concurrency {c}: {what} "
-                       f"{median(b):.4g} {unit} in G3 against {median(a):.4g} {unit} in G2 "
-                       f"({shift:+.1f} %, g3.baseline_shift_max {limits.baseline_shift_max:g} "
-                       f"%){machine}")
+            out.append(Deviation(cause=Cause.BASELINE_MOVED, text=(
+                f"G3's baseline moved from G2's at concurrency {c}: {what} {median(b):.4g} "
+                f"{unit} in G3 against {median(a):.4g} {unit} in G2 ({shift:+.1f} %, "
+                f"g3.baseline_shift_max {limits.baseline_shift_max:g} %){machine}")))
     return out

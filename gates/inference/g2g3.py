@@ -6,7 +6,17 @@ from collections.abc import Sequence
 
 from ..core.configuration import CvPlan, Decision, G2Limits, G3Limits
 from ..core.statistics import median, percentile
-from ..core.verdicts import G2, G3, Coverage, Declared, Limit, Measurement, Outcome
+from ..core.verdicts import (
+    G2,
+    G3,
+    Cause,
+    Coverage,
+    Declared,
+    Deviation,
+    Limit,
+    Measurement,
+    Outcome,
+)
 from ..proof import (
     ProofContext,
     Signal,
@@ -42,11 +52,12 @@ def by_concurrency(reps: Sequence[Repetition]) -> dict[int, list[Repetition]]:
     return groups
 
 
-def starved(reps: Sequence[Repetition], limits: G2Limits) -> list[str]:
+def starved(reps: Sequence[Repetition], limits: G2Limits) -> list[Deviation]:
     """A deviation for each baseline repetition another process may have starved of CPU."""
-    return [f"baseline may be starved: during repetition {r.repetition + 1} at concurrency "
-            f"{r.concurrency} {r.cpu.line()} (g2.other_cpu_max {limits.other_cpu_max:g} %)"
-            for r in reps if r.cpu is not None and r.cpu.other_pct > limits.other_cpu_max]
+    return [Deviation(cause=Cause.BASELINE_STARVED, text=(
+        f"baseline may be starved: during repetition {r.repetition + 1} at concurrency "
+        f"{r.concurrency} {r.cpu.line()} (g2.other_cpu_max {limits.other_cpu_max:g} %)"))
+        for r in reps if r.cpu is not None and r.cpu.other_pct > limits.other_cpu_max]
 
 
 def _busiest(reps: Sequence[Repetition]) -> str:

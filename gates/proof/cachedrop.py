@@ -14,6 +14,7 @@ import math
 from pydantic import BaseModel, Field, NonNegativeInt
 
 from ..core.quantities import format_size
+from ..core.verdicts import Cause, Deviation
 
 # The share of the KV files' bytes that may still be resident after the drop. fsync then
 # DONTNEED on a file nobody maps leaves none (measured on ext4); the allowance covers a page
@@ -90,10 +91,12 @@ class CacheDrop(BaseModel):
         """What was done and what mincore found, in one line."""
         return "; ".join(filter(None, [self.how, self.residency()]))
 
-    def deviation(self, where: str) -> str:
-        """The record's deviation for a drop that does not count ("" for a verified one)."""
+    def deviation(self, where: str) -> Deviation | None:
+        """The record's deviation for a drop that does not count (None for a verified one)."""
         why = self.failure()
-        return f"page cache not dropped before the probe {where}: {why}" if why else ""
+        return Deviation(cause=Cause.PAGE_CACHE_KEPT,
+                         text=f"page cache not dropped before the probe {where}: {why}") \
+            if why else None
 
     def __add__(self, other: CacheDrop) -> CacheDrop:
         """Two probes' drops together (a level's repetitions)."""

@@ -12,19 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..core.verdicts import (
-    GATE_TITLES,
-    GATES,
-    SHORTENED,
-    SIMULATED_ENGINE,
-    GateRecord,
-    upstream_gate,
-)
+from ..core.verdicts import GATE_TITLES, GATES, Cause, GateRecord, upstream_gate
 from ..store import Store
 from .figures import KeyFigure, key_figures
 from .trust import signer_of
-
-SIMULATED = SIMULATED_ENGINE
 
 
 class ChainLink(BaseModel):
@@ -110,6 +101,6 @@ def chain_link(gate: str, found: Found | None, source: str, upstream: Found | No
         run_id=r.run_id, verdict=r.verdict.value, record_sha256=found.sha256,
         report=f"{gate}.html" if r.run_id == run_id else f"../{r.run_id}/{gate}.html",
         limits_profile=r.limits_profile, forced=r.forced,
-        simulated=any(d.lower().startswith(SIMULATED) for d in r.deviations),
-        shortened=any(d.startswith(SHORTENED.split(":")[0]) for d in r.deviations),
+        simulated=any(d.cause is Cause.SIMULATED_ENGINE for d in r.deviations),
+        shortened=any(d.cause is Cause.SHORTENED for d in r.deviations),
         signer=signer_of(runs / r.run_id / f"{gate}.json", found.sha256) if runs else ""))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..core.verdicts import GATES, SIMULATED_ENGINE, GateRecord, Measurement, upstream_gate
+from ..core.verdicts import GATES, Cause, GateRecord, Measurement, upstream_gate
 from ..model import (
     Catalog,
     Estimate,
@@ -103,8 +103,7 @@ def column(store: Store, run_id: str, array: str, catalog: Catalog | None,
         thresholds_sha256=g3.thresholds_sha256 if g3 else "",
         workload_hash=g3.facts.get("workload_hash", "") if g3 else "",
         limits_profile=g3.limits_profile if g3 else "",
-        simulated=bool(g3) and any(d.lower().startswith(SIMULATED_ENGINE.lower())
-                                   for d in g3.deviations),
+        simulated=bool(g3) and any(d.cause is Cause.SIMULATED_ENGINE for d in g3.deviations),
         g1=[Figure(id=m.id, name=m.name, value=m.value, unit=m.unit, outcome=m.outcome.value,
                    limit=str(m.limit) if m.limit else "", note=m.note)
             for m in (g1.measurements if g1 else []) if m.id in G1_FIGURES],

@@ -16,16 +16,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from .. import __version__
-from ..core.verdicts import (
-    BLOCKING,
-    GATE_TITLES,
-    GATES,
-    Outcome,
-    SignedWaiver,
-    deviation_kind,
-    json_digest,
-    upstream_gate,
-)
+from ..core.verdicts import GATE_TITLES, GATES, Outcome, json_digest, upstream_gate
 from ..model import Catalog, CatalogError, load_catalog
 from ..store import Store, utc_now, write_new
 from .chain import ChainLink, chain_link, choose_records
@@ -43,27 +34,18 @@ from .signing import (
     statement,
     strict_json,
 )
-from .waivers import machine_keys, trusted_waivers, waiver_for, waiver_problems
+from .waivers import (
+    ChainDeviation,
+    machine_keys,
+    trusted_waivers,
+    waiver_for,
+    waiver_problems,
+)
 
 ACCEPT, NOT_READY = "ACCEPT", "NOT READY FOR SIGN-OFF"
 SUMMARY_HASH_KEY = "summary_sha256"
 ITEMS_TESTED = ("The results apply only to the items tested, in the configuration and at the "
                 "time recorded in each gate report.")
-
-
-class Deviation(BaseModel):
-    """A deviation a chain record carries, its class (gates.core.record) and its waiver."""
-
-    gate: str
-    run_id: str
-    text: str
-    kind: str = BLOCKING  # deviation_kind(text): blocking, rehearsal or note
-    waiver: SignedWaiver | None = None  # a blocking one is open until waived
-
-    @property
-    def open(self) -> bool:
-        """Whether it keeps the summary from ACCEPT (a blocking deviation nobody waived)."""
-        return deviation_kind(self.text) == BLOCKING and self.waiver is None
 
 
 class Recommendation(BaseModel):
@@ -97,7 +79,7 @@ class Summary(BaseModel):
     recommendation: Recommendation
     chain: list[ChainLink]
     cost: CostSection
-    deviations: list[Deviation]
+    deviations: list[ChainDeviation]
     banners: list[str]
     signer: SignerInfo | None = None  # None: unsigned
     statement: str = ITEMS_TESTED
@@ -123,7 +105,8 @@ def gate_reasons(link: ChainLink) -> list[str]:
         + rehearsal_reasons(link)
 
 
-def recommend(chain: list[ChainLink], deviations: list[Deviation] = ()) -> Recommendation:
+def recommend(chain: list[ChainLink],
+              deviations: list[ChainDeviation] = ()) -> Recommendation:
     """ACCEPT only when G1–G4 all PASS on real, full-length runs whose chain holds, and no
     deviation that can change a verdict's meaning is open (unwaived)."""
     present = {link.gate: link for link in chain}
@@ -178,8 +161,8 @@ def build_summary(store: Store, site: str, run_id: str, *,
     cost = cost_section(array, loaded, note, {c.gate: c.key_figures for c in chain},
                         model_facts(records))
     waivers = trusted_waivers(store.waivers(), machine_keys())[0]  # never an untrusted one
-    deviations = [Deviation(gate=g, run_id=r.run_id, text=d, kind=deviation_kind(d),
-                            waiver=waiver_for(waivers, g, r.run_id, d))
+    deviations = [ChainDeviation(gate=g, run_id=r.run_id, text=d.text, cause=d.cause,
+                                 waiver=waiver_for(waivers, g, r.run_id, d.text))
                   for g, r in sorted(records.items()) if r for d in r.deviations]
     return Summary(site=site, run_id=run_id, created=utc_now(),
                    recommendation=recommend(chain, deviations),

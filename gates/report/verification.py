@@ -86,13 +86,20 @@ def check_summary(path: Path, root: Path | None = None) -> list[str]:
 
 
 def _carried(summary: Path):
-    """carried(run, gate): the deviations of a record beside the summary's run, or None."""
+    """carried(run, gate): the deviations' texts of a record beside the summary's run (a waiver
+    names one by its whole text), or None."""
     def carried(run_id: str, gate: str) -> list[str] | None:
         if Path(run_id).name != run_id or run_id in (".", ".."):
             return None
         body, _ = read_json(summary.parent.parent / run_id / f"{gate}.json")
-        return list((body or {}).get("deviations") or []) if body is not None else None
+        return [_text(d) for d in (body or {}).get("deviations") or []] \
+            if body is not None else None
     return carried
+
+
+def _text(deviation: object) -> str:
+    """A record's deviation as JSON: {"cause", "text"}, or an older record's bare text."""
+    return deviation.get("text", "") if isinstance(deviation, dict) else str(deviation)
 
 
 def check_unlisted(folder: Path, records: list[Path], root: Path | None) -> list[str]:

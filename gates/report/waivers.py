@@ -1,9 +1,9 @@
 """Waivers: a named person's signed decision that an open deviation leaves a verdict's meaning.
 
-ACCEPT means nothing is open: every deviation that can change what a verdict means (the
-classes of gates.core.record.DEVIATION_KINDS) blocks it until the performer re-runs, or a named
-person waives it with a reason (`kvgate waive`). A waiver names the deviation by its record
-(run, gate) and its whole text, is signed with the performer's key like the records, is kept
+ACCEPT means nothing is open: every deviation that can change what a verdict means (one whose
+cause's effect is blocking, gates.core.verdicts.CAUSES) blocks it until the performer re-runs,
+or a named person waives it with a reason (`kvgate waive`). A waiver names the deviation by its
+record (run, gate) and its whole text, is signed with the performer's key like the records, is kept
 in the store's waivers table, and travels inside summary.json, where `kvgate verify` checks
 its hash, its signature, and that the record it names carries that deviation.
 """
@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 
+from pydantic import BaseModel, computed_field, model_validator
+
 from ..core.configuration import ConfigError
-from ..core.verdicts import BLOCKING, REHEARSAL, SignedWaiver, Waiver, deviation_kind
+from ..core.verdicts import CAUSES, Cause, Deviation, Effect, SignedWaiver, Waiver
 from .signing import (
     PRIVATE_NAME,
     PUBLIC_NAME,
@@ -29,6 +31,37 @@ from .signing import (
 )
 
 WAIVER_KIND = "kvgate waiver"
+
+
+class ChainDeviation(BaseModel):
+    """A deviation a chain record carries, as the procurement summary lists it: its cause, the
+    effect that follows from the cause alone (gates.core.verdicts.CAUSES) and its waiver."""
+
+    gate: str
+    run_id: str
+    text: str
+    cause: Cause
+    waiver: SignedWaiver | None = None  # a blocking one is open until waived
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older(cls, data: object) -> object:
+        # A summary.json written before deviations were typed names no cause: its record's
+        # bare text had the cause its words were classified by then (Deviation's legacy path).
+        if isinstance(data, dict) and "cause" not in data and isinstance(data.get("text"), str):
+            return data | {"cause": Deviation.model_validate(data["text"]).cause}
+        return data
+
+    @computed_field
+    @property
+    def kind(self) -> Effect:
+        """Blocking, rehearsal or note: what its cause does to ACCEPT."""
+        return CAUSES[self.cause][0]
+
+    @property
+    def open(self) -> bool:
+        """Whether it keeps the summary from ACCEPT (a blocking deviation nobody waived)."""
+        return self.kind is Effect.BLOCKING and self.waiver is None
 
 
 class WaiverRefused(Exception):
@@ -106,7 +139,8 @@ def waiver_for(waivers: Sequence[SignedWaiver], gate: str, run_id: str,
                  == (gate, run_id, text)), None)
 
 
-def choose_deviation(deviations: Sequence, wanted: str, gate: str = ""):
+def choose_deviation(deviations: Sequence[ChainDeviation], wanted: str,
+                     gate: str = "") -> ChainDeviation:
     """The one open, waivable deviation that `wanted` names (its text, or how it begins)."""
     mine = [d for d in deviations if not gate or d.gate == gate]
     named = [d for d in mine if d.text == wanted] or [d for d in mine
@@ -114,11 +148,11 @@ def choose_deviation(deviations: Sequence, wanted: str, gate: str = ""):
     if not named:
         raise WaiverRefused(f"no deviation reads {wanted!r}{f' in {gate.upper()}' if gate else ''};"
                             + _open_list(deviations))
-    waivable = [d for d in named if deviation_kind(d.text) == BLOCKING and d.waiver is None]
+    waivable = [d for d in named if d.open]
     if not waivable:
         d = named[0]
         why = ("is a rehearsal mark: no waiver turns it into a sign-off (re-run for real)"
-               if deviation_kind(d.text) == REHEARSAL else "is already waived"
+               if d.kind is Effect.REHEARSAL else "is already waived"
                if d.waiver is not None else "is a note: it does not block ACCEPT")
         raise WaiverRefused(f"{d.gate.upper()} deviation {d.text!r} {why}")
     if len(waivable) > 1:
@@ -127,8 +161,8 @@ def choose_deviation(deviations: Sequence, wanted: str, gate: str = ""):
     return waivable[0]
 
 
-def _open_list(deviations: Sequence) -> str:
-    open_ = [d for d in deviations if deviation_kind(d.text) == BLOCKING and d.waiver is None]
+def _open_list(deviations: Sequence[ChainDeviation]) -> str:
+    open_ = [d for d in deviations if d.open]
     if not open_:
         return " nothing is open"
     return " open: " + "; ".join(f"{d.gate.upper()} (run {d.run_id}): {d.text!r}" for d in open_)
@@ -137,7 +171,7 @@ def _open_list(deviations: Sequence) -> str:
 def waiver_problems(waivers: Sequence[SignedWaiver],
                     carried: Callable[[str, str], list[str] | None]) -> tuple[list[str], list[str]]:
     """(problems, signer fingerprints) of a summary's waivers; ``carried(run, gate)`` is the
-    deviations of the record a waiver names, or None when that record is not there."""
+    deviations' texts of the record a waiver names, or None when that record is not there."""
     problems, signers = [], []
     for n, signed in enumerate(waivers, 1):
         w = signed.waiver

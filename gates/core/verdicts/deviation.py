@@ -11,8 +11,20 @@ Pure.
 from __future__ import annotations
 
 import enum
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
+from typing_extensions import TypedDict
+
+# How the G4 soak words a shortened soak (gates.soak): words for people, which classify
+# nothing; a shortened soak is Cause.SHORTENED whatever its text says.
+SHORTENED = "shortened: not a 72-hour sign-off"
 
 
 class Effect(enum.StrEnum):
@@ -77,6 +89,22 @@ CAUSES: dict[Cause, tuple[Effect, str]] = {
     Cause.OTHER: (Effect.BLOCKING, "any other finding that can change what a verdict means"),
 }
 
+# What each effect does to ACCEPT, in the words the docs' table of causes uses.
+EFFECT_WORDS = {
+    Effect.REHEARSAL: "never ACCEPT, cannot be waived",
+    Effect.BLOCKING: "until re-run or waived",
+    Effect.NOTE: "does not block",
+}
+
+
+def causes_table() -> str:
+    """CAUSES as a markdown table (cause, effect on ACCEPT, what it is), for the docs."""
+    rows = ["| cause | effect on ACCEPT | what it is |", "|---|---|---|"]
+    rows += [f"| `{cause}` | **{effect}**: {EFFECT_WORDS[effect]} | {why.replace('|', '/')} |"
+             for cause, (effect, why) in CAUSES.items()]
+    return "\n".join(rows) + "\n"
+
+
 # Records written before deviations were typed carry bare text: their cause is read from how
 # the text began, for those records only (the prefixes they were classified by then).
 LEGACY_PREFIXES: tuple[tuple[str, Cause], ...] = (
@@ -99,19 +127,35 @@ def legacy_cause(text: str) -> Cause:
                 Cause.OTHER)
 
 
+class Typed(TypedDict):
+    """A typed deviation as a record's JSON holds it: its cause's name and its words."""
+
+    cause: Cause
+    text: str
+
+
 class Deviation(BaseModel):
-    """One deviation: its cause (which decides its effect) and the words a reader sees."""
+    """One deviation: its cause (which decides its effect) and the words a reader sees.
+
+    In a record's JSON a deviation is {"cause", "text"}; a bare string is an older record's
+    untyped text (LEGACY_PREFIXES), read and written back as it was sealed, so that record
+    still hashes as it did. Its effect is not written: it follows from the cause (CAUSES).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     cause: Cause
     text: str
+    # Set only for bare text: an older record's, or a producer not yet converted.
+    untyped: Literal[True] | None = Field(default=None, exclude=True, repr=False)
 
     @model_validator(mode="before")
     @classmethod
     def _legacy(cls, data: object) -> object:
         # An older record's bare text: classified as it was when that record was written.
-        return {"cause": legacy_cause(data), "text": data} if isinstance(data, str) else data
+        if isinstance(data, str):
+            return {"cause": legacy_cause(data), "text": data, "untyped": True}
+        return data
 
     @model_validator(mode="after")
     def _said(self) -> Deviation:
@@ -119,11 +163,19 @@ class Deviation(BaseModel):
             raise ValueError(f"a {self.cause} deviation must say what deviated")
         return self
 
-    @computed_field
+    @model_serializer
+    def _written(self) -> Typed | str:
+        return self.text if self.untyped else Typed(cause=self.cause, text=self.text)
+
     @property
     def effect(self) -> Effect:
         """What it does to ACCEPT: decided by its cause alone."""
         return CAUSES[self.cause][0]
+
+    @property
+    def blocks(self) -> bool:
+        """Whether it blocks ACCEPT until a named person waives it."""
+        return self.effect is Effect.BLOCKING
 
     def __str__(self) -> str:
         return self.text

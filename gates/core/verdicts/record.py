@@ -8,37 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from .deviation import Deviation
 from .verdict import Measurement, Outcome, failures_first, gate_verdict
 
 GATES = ("g1", "g2", "g3", "g4")
-SIMULATED_ENGINE = "simulated engine"  # a deviation starting so marks a simulator's record
-SHORTENED = "shortened: not a 72-hour sign-off"  # a G4 deviation starting so: a shortened soak
-# What a deviation does to the procurement summary's ACCEPT, decided by how its text begins;
-# said once here and listed in the README ("ACCEPT means nothing is open"). A rehearsal mark is
-# never accepted and cannot be waived; a note informs; every other deviation, listed here or
-# not, can change what a verdict means and blocks ACCEPT until a named person waives it.
-REHEARSAL, BLOCKING, NOTE = "rehearsal", "blocking", "note"
-DEVIATION_KINDS = (
-    (SIMULATED_ENGINE, REHEARSAL, "the arms ran kvgate's simulator, not a real engine"),
-    ("shortened", REHEARSAL, "a G4 soak shorter than the 72 h sign-off"),
-    ("FORCED:", REHEARSAL, "run with --force past an upstream gate that did not pass"),
-    ("no pre-flight prediction", NOTE, "G1 could not predict G3's gain for the sized model"),
-    ("limits changed since", BLOCKING, "thresholds.toml differs from the upstream gate's"),
-    ("site changed since", BLOCKING, "the target, an arm or the eviction differs upstream"),
-    ("baseline may be starved", BLOCKING, "other processes took the G2 baseline's CPU"),
-    ("G3's baseline moved from G2's", BLOCKING,
-     "G3's control baseline is not the baseline G2 qualified"),
-    ("gain beyond the arms' storage", BLOCKING,
-     "G3's gain is above the claimed band and beyond what both arms' measured storage allows "
-     "(gates.engines.fairness): a baseline slower than its own storage?"),
-    ("other I/O on the target's device", BLOCKING, "G1 saw I/O that fio did not do"),
-    ("other processes' I/O on the target was not watched", BLOCKING,
-     "G1 could not watch the target's device"),
-    ("not running for", BLOCKING, "a G4 soak resumed after a gap"),
-    ("resumed with another", BLOCKING, "a G4 soak resumed with other configuration files"),
-    ("duration ", BLOCKING, "a G4 soak planned other than thresholds.toml's duration"),
-    ("window ", BLOCKING, "G4 windows other than thresholds.toml's"),
-)
 
 
 def check_run_id(run_id: str) -> str:
@@ -47,12 +20,6 @@ def check_run_id(run_id: str) -> str:
             or any(ord(c) < 32 or c == "\x7f" for c in run_id)):
         raise ValueError(f"invalid run id {run_id!r}: it must be a plain folder name")
     return run_id
-
-
-def deviation_kind(text: str) -> str:
-    """REHEARSAL, NOTE or BLOCKING (the default: a deviation nobody classified blocks)."""
-    return next((kind for prefix, kind, _ in DEVIATION_KINDS if text.startswith(prefix)),
-                BLOCKING)
 
 
 GATE_TITLES = {
@@ -121,7 +88,7 @@ class Waiver(BaseModel):
     kind: Literal["kvgate waiver"] = "kvgate waiver"
     run_id: str  # the run whose record carries the deviation
     gate: str
-    deviation: str  # the deviation's whole text, as the record carries it
+    deviation: str  # the deviation's whole text, as the record carries it (Deviation.text)
     reason: str
     by: str  # the person who decided, by name
     waived_at: str  # UTC, ISO 8601
@@ -155,7 +122,9 @@ class GateRecord(BaseModel):
     tool_versions: dict[str, str] = Field(default_factory=dict)
     upstream: UpstreamRef | None = None
     forced: bool = False
-    deviations: list[str] = Field(default_factory=list)
+    # Each of a declared cause, which alone decides its effect on ACCEPT (deviation.py); an
+    # older record's bare text is read with the cause its words were classified by then.
+    deviations: list[Deviation] = Field(default_factory=list)
     evidence: dict[str, str] = Field(default_factory=dict)  # relative path -> SHA-256
     # The DUT identity (models, serials, firmware) collected by G1's configuration checks.
     inventory: list[DutItem] = Field(default_factory=list)
