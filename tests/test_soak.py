@@ -6,7 +6,7 @@ import random
 import pytest
 
 from gates.core.configuration import G4Limits
-from gates.core.verdicts import SHORTENED, Outcome
+from gates.core.verdicts import SHORTENED, Cause, Outcome
 from gates.soak import SoakPlan
 from gates.soak.health_rules import kernel_errors, media_errors, paths_live, verify_errors
 from gates.soak.load_rules import (
@@ -18,7 +18,8 @@ from gates.soak.load_rules import (
     total_gap,
 )
 from gates.soak.rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord, gap
-from gates.soak.trends import drift_spans, stability, throughput_floor, ttft_drift
+from gates.soak.stability import stability
+from gates.soak.trends import drift_spans, throughput_floor, ttft_drift
 
 LIMITS = G4Limits()
 T0 = 1_800_000_000.0
@@ -48,11 +49,15 @@ def test_plan_counts_windows_and_flags_a_shortened_run():
     assert short.windows == 7 and short.shortened  # 6 whole windows and a 2 s one
     texts = [d.text for d in short.deviations()]
     assert texts[0].startswith(SHORTENED) and "window 3 s instead of" in texts[1]
+    # The gate record gets them typed: the cause by the kind, never by the words (#43).
+    assert [d.typed.cause for d in short.deviations()] == [Cause.SHORTENED, Cause.SOAK_WINDOW]
+    assert short.deviations()[1].typed.text == texts[1]
 
 
 def test_gap_is_the_time_since_the_last_committed_window():
     d = gap(T0, T0 + 600)
     assert d.kind == "gap" and d.seconds == 600 and "600 s" in d.text
+    assert d.typed.cause is Cause.SOAK_GAP and d.typed.blocks
 
 
 # ---- each rule ----------------------------------------------------------------------------
@@ -63,7 +68,8 @@ def test_request_errors_pass_at_zero_and_fail_above_the_ceiling():
     bad = windows(12)
     bad[5] = bad[5].model_copy(update={"errors": 2, "timeouts": 1})
     m = request_errors(bad, LIMITS)
-    assert m.outcome is Outcome.FAIL and m.value == 2 and "window #5" in m.evidence[0]
+    assert m.outcome is Outcome.FAIL and m.value == 2 and "window #5" in m.evidence[1]
+    assert m.evidence[0] == "windows read 12 of 12"
     assert m.limit.key == "g4.request_errors_max"
     assert request_errors(bad, G4Limits(request_errors_max=2)).outcome is Outcome.PASS
 
@@ -174,7 +180,8 @@ def test_a_sustained_drop_fails_and_one_near_the_floor_is_marginal():
     lost = windows(864, throughput=lambda i: (80.0 if i in hour else 100.0) * noisy(i))
     m = throughput_floor(lost, LIMITS)
     assert m.outcome is Outcome.FAIL and m.interval[1] < 90.0 and m.value == pytest.approx(80.0)
-    assert "windows #600-#611, 12 windows" in m.evidence[0] and "1 of 71 later spans" in m.note
+    assert m.evidence[0] == "spans read 72 of 72"
+    assert "windows #600-#611, 12 windows" in m.evidence[1] and "1 of 71 later spans" in m.note
     # noisy() repeats every 3 windows, so every hour's median is the same: the spans show no
     # noise to doubt a 91 % hour with (PASS). Seeded 3 % per window, they do.
     rng = random.Random(5)
@@ -194,7 +201,7 @@ def test_a_window_without_output_fails_the_floor():
     idle = windows(864, throughput=lambda i: 0.0 if i == 300 else 100.0)
     m = throughput_floor(idle, LIMITS)
     assert m.outcome is Outcome.FAIL and m.value == 0.0
-    assert m.evidence == ["window #300: no output tokens in 300 s"]
+    assert m.evidence == ["spans read 72 of 72", "window #300: no output tokens in 300 s"]
 
 
 # The demo's G4 rehearsals measured 2026-12-02 on the 2-core VM (fresh clones, simulator
@@ -240,7 +247,7 @@ def test_a_demo_whose_soak_ran_below_g3s_probe_figure_is_not_failed_for_it():
     floor = {m.id: m for m in soak_measurements(runs, [], plan, LIMITS)}["g4.throughput_floor"]
     assert floor.outcome in (Outcome.PASS, Outcome.REPORTED), floor
     assert floor.limit.relative_to == "the soak's first span (window #1)"
-    assert floor.evidence[1].startswith("first span (window #1, 1 window): median 845.6 tok/s")
+    assert floor.evidence[2].startswith("first span (window #1, 1 window): median 845.6 tok/s")
     assert "G3's candidate probe throughput at this concurrency was 1108 tok/s" in \
         "".join(floor.evidence) and "the first span ran at 76.3 % of it" in "".join(
         floor.evidence)
@@ -252,7 +259,9 @@ def test_only_a_rehearsals_undecided_trend_rules_are_reported_not_judged():
     g3, tputs, ttfts = DEMOS[12]
     runs = windows(6, seconds=20.0, throughput=lambda i: tputs[i], ttft=lambda i: ttfts[i])
     rehearsal = SoakPlan(run_id="r", duration=120, window=20, g3_throughput=g3)
-    full = SoakPlan(run_id="r", duration=72 * 3600, window=20, g3_throughput=g3)
+    # Six windows planned either way: a 72 h plan of 20 s windows would expect 12,960, and the
+    # 12,954 never committed would make every rule an ERROR (#43), not the MARGINAL asked here.
+    full = SoakPlan(run_id="r", duration=72 * 3600, window=12 * 3600, g3_throughput=g3)
     assert rehearsal.shortened and not full.shortened
     short = {m.id: m for m in soak_measurements(runs, [], rehearsal, LIMITS)}
     long = {m.id: m for m in soak_measurements(runs, [], full, LIMITS)}
@@ -363,9 +372,17 @@ def test_snia_stability_over_window_throughput():
 
 
 def test_total_gap_time_against_gap_max():
-    assert total_gap([gap(T0, T0 + 600), gap(T0, T0 + 600)], LIMITS).outcome is Outcome.PASS
-    m = total_gap([gap(T0, T0 + 1200), gap(T0, T0 + 1200)], LIMITS)
+    plan = SoakPlan(run_id="r", duration=6 * 300, window=300, started=T0)
+    runs = windows(6)
+    m = total_gap([gap(T0, T0 + 600), gap(T0, T0 + 600)], LIMITS, runs, plan)
+    assert m.outcome is Outcome.PASS and m.coverage.read == 6
+    m = total_gap([gap(T0, T0 + 1200), gap(T0, T0 + 1200)], LIMITS, runs, plan)
     assert m.outcome is Outcome.FAIL and m.value == 2400 and m.limit.key == "g4.gap_max"
+    # A soak that stopped after 4 windows: how long it was not running after them is unknown.
+    m = total_gap([], LIMITS, runs[:4], plan)
+    assert m.outcome is Outcome.ERROR and m.coverage.missing == [
+        "#4 not committed (the soak stopped before it)",
+        "#5 not committed (the soak stopped before it)"]
 
 
 def test_effective_duration_excludes_gaps_and_a_shortened_run_says_so():

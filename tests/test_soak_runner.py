@@ -321,7 +321,8 @@ def test_simulator_errors_partway_fail_the_request_error_rule(tmp_path, store):
     assert all(w.errors > 0 for w in windows[2:])
     got = {m.name: m for m in soak.measurements(G4Limits())}
     assert got["Soak request errors"].outcome is Outcome.FAIL
-    assert got["Soak request errors"].evidence[0].startswith("window #2")
+    assert got["Soak request errors"].evidence[1].startswith("window #2")
+    assert got["Soak request errors"].evidence[0] == "windows read 4 of 4"
 
 
 

@@ -1,17 +1,20 @@
 """G4 rules over the health readings: fio verify, SMART, kernel log, NVMe-oF paths. Pure: no I/O.
 
-Every committed window is expected of each signal the site has (a site without it says NOT
-APPLICABLE in every window). A window whose reading failed, or that has none, was not read:
-it counts against the rule through its Coverage (gates.core), never as a gap in the evidence,
-and one good window no longer makes the rule "measured". G4 asks for full coverage
-(HEALTH_COVERAGE_MIN): a window a signal was not read in can hide exactly what G4 exists to
-catch (an hour of new media errors, a verify pass that never ran, a path that went down), and
-no share of the other windows makes up for it. So a rule short of full coverage is ERROR,
-naming the windows and why; a FAIL in the windows read stands, since every rule here counts
-something that more windows can only add to.
+Every window the plan expected is expected of each signal the site has (a site without it
+says NOT APPLICABLE in every window); one never committed (``absent``, from
+gates.soak.readings.not_committed) was read by no collector. A window whose reading failed,
+or that has none, was not read: it counts against the rule through its Coverage (gates.core),
+never as a gap in the evidence, and one good window no longer makes the rule "measured". G4
+asks for full coverage (HEALTH_COVERAGE_MIN): a window a signal was not read in can hide
+exactly what G4 exists to catch (an hour of new media errors, a verify pass that never ran, a
+path that went down), and no share of the other windows makes up for it. So a rule short of
+full coverage is ERROR, naming the windows and why; a FAIL in the windows read stands, since
+every rule here counts something that more windows can only add to.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ..core.configuration import G4Limits
 from ..core.verdicts import G4, Coverage, Limit, Measurement, Outcome
@@ -24,9 +27,12 @@ READ = ("ok", "alert")
 MAX_EVIDENCE = 20
 
 
-def coverage(windows: list[WindowRecord], collector: str) -> Coverage:
+Absent = Mapping[int, str] | None  # windows the plan expected, never committed: why
+
+
+def coverage(windows: list[WindowRecord], collector: str, absent: Absent = None) -> Coverage:
     """Which windows a collector's signal was read in; the others with why they were not."""
-    read, failed = [], {}
+    read, failed = [], dict(absent or {})
     for w in windows:
         reading = w.health.get(collector)
         if reading is None:
@@ -37,7 +43,8 @@ def coverage(windows: list[WindowRecord], collector: str) -> Coverage:
             failed[w.index] = reading.reason or "could not be read"
         else:  # the signal was there in other windows: its absence here is no fact of the site
             failed[w.index] = f"not applicable in this window alone: {reading.reason}"
-    return Coverage([w.index for w in windows], read, failed, what="windows")
+    return Coverage(sorted({w.index for w in windows} | set(failed)), read, failed,
+                    what="windows")
 
 
 def _read(windows: list[WindowRecord], collector: str) -> list[tuple[WindowRecord, HealthReading]]:
@@ -46,7 +53,7 @@ def _read(windows: list[WindowRecord], collector: str) -> list[tuple[WindowRecor
 
 
 def _unmeasured(name: str, windows: list[WindowRecord], collector: str,
-                what: str) -> Measurement | None:
+                what: str, absent: Absent = None) -> Measurement | None:
     """N/A (a fact of the site, with its reason) or ERROR when no window was read at all."""
     readings = [w.health[collector] for w in windows if collector in w.health]
     if any(r.status in READ for r in readings):
@@ -57,19 +64,21 @@ def _unmeasured(name: str, windows: list[WindowRecord], collector: str,
     if failed:
         return Measurement.error(name, f"{what} could not be read in any window: "
                                        f"{failed[0].reason}",
-                                 evidence=[coverage(windows, collector).describe()])
+                                 evidence=[coverage(windows, collector, absent).describe()])
     return Measurement.not_applicable(name, readings[0].reason)
 
 
-def _covered(windows: list[WindowRecord], collector: str, measured: Measurement) -> Measurement:
-    return coverage(windows, collector).judge(measured, HEALTH_COVERAGE_MIN)
+def _covered(windows: list[WindowRecord], collector: str, measured: Measurement,
+             absent: Absent = None) -> Measurement:
+    return coverage(windows, collector, absent).judge(measured, HEALTH_COVERAGE_MIN)
 
 
-def verify_errors(windows: list[WindowRecord], limits: G4Limits) -> Measurement:
+def verify_errors(windows: list[WindowRecord], limits: G4Limits,
+                  absent: Absent = None) -> Measurement:
     """fio verify=crc32c failures over the whole soak <= verify_errors_max; any fio job error
     (EIO, ENOSPC, EROFS, a short write) in a pass is a failure of the pass, whatever the max."""
     name = G4["g4.verify_errors"].title
-    if (early := _unmeasured(name, windows, VERIFY, "fio verify")) is not None:
+    if (early := _unmeasured(name, windows, VERIFY, "fio verify", absent)) is not None:
         return early
     read = _read(windows, VERIFY)
     mismatches = sum(r.values.get("verify_errors", 0) for _, r in read)
@@ -86,13 +95,13 @@ def verify_errors(windows: list[WindowRecord], limits: G4Limits) -> Measurement:
             f"{len(read)} write-then-verify passes (windows "
             f"{[x.index for x, _ in refused][:MAX_EVIDENCE]}): each counts as an error, and a "
             f"job error fails the rule whatever g4.verify_errors_max allows")})
-    return _covered(windows, VERIFY, measured)
+    return _covered(windows, VERIFY, measured, absent)
 
 
-def media_errors(windows: list[WindowRecord]) -> list[Measurement]:
+def media_errors(windows: list[WindowRecord], absent: Absent = None) -> list[Measurement]:
     """No new SMART media errors and no critical warning raised during the soak."""
     names = (G4["g4.media_errors"].title, G4["g4.critical_warnings"].title)
-    if (early := _unmeasured(names[0], windows, SMART, "SMART")) is not None:
+    if (early := _unmeasured(names[0], windows, SMART, "SMART", absent)) is not None:
         return [early, early.model_copy(update={"name": names[1]})]
     read = _read(windows, SMART)
     first, last = read[0][1].values, read[-1][1].values
@@ -108,7 +117,7 @@ def media_errors(windows: list[WindowRecord]) -> list[Measurement]:
     evidence = [f"error-log entries +{logs:.0f} (not judged: nvme-cli's own queries add some)",
                 *([f"temperature {min(temps):.0f}-{max(temps):.0f} °C"] if temps else [])]
     zero = "DESIGN §6: none allowed, not configurable"
-    return [_covered(windows, SMART, m) for m in (
+    return [_covered(windows, SMART, m, absent) for m in (
         Measurement.measured(names[0], new, Limit.at_most(0, "errors"), evidence=evidence,
                              note=zero),
         Measurement.measured(names[1], len(warned), Limit.at_most(0, "windows"), note=zero,
@@ -116,26 +125,26 @@ def media_errors(windows: list[WindowRecord]) -> list[Measurement]:
                              if warned else []))]
 
 
-def kernel_errors(windows: list[WindowRecord]) -> Measurement:
+def kernel_errors(windows: list[WindowRecord], absent: Absent = None) -> Measurement:
     """No NVMe timeouts, resets, reconnects, I/O errors or XFS errors in the kernel log."""
     name = G4["g4.kernel_errors"].title
-    if (early := _unmeasured(name, windows, KERNEL, "kernel log")) is not None:
+    if (early := _unmeasured(name, windows, KERNEL, "kernel log", absent)) is not None:
         return early
     read = _read(windows, KERNEL)
     hits = sum(r.values.get("hits", 0) for _, r in read)
     lines = [f"window #{w.index}: {d}" for w, r in read for d in r.details]
-    return _covered(windows, KERNEL, Measurement.measured(
+    return _covered(windows, KERNEL, absent=absent, measured=Measurement.measured(
         name, hits, Limit.at_most(0, "lines"), evidence=lines[:MAX_EVIDENCE],
         note="NVMe timeouts/resets/reconnects, I/O errors, XFS errors; DESIGN §6: none allowed"))
 
 
-def paths_live(windows: list[WindowRecord]) -> Measurement:
+def paths_live(windows: list[WindowRecord], absent: Absent = None) -> Measurement:
     """Every NVMe-oF path live at the end of every window."""
     name = G4["g4.paths_live"].title
-    if (early := _unmeasured(name, windows, PATHS, "NVMe-oF path")) is not None:
+    if (early := _unmeasured(name, windows, PATHS, "NVMe-oF path", absent)) is not None:
         return early
     down = [w.index for w, r in _read(windows, PATHS)
             if r.values.get("live", 0) < r.values.get("total", 0) or not r.values.get("total")]
-    return _covered(windows, PATHS, Measurement.measured(
+    return _covered(windows, PATHS, absent=absent, measured=Measurement.measured(
         name, len(down), Limit.at_most(0, "windows"),
         evidence=[f"a path was down in windows {down[:MAX_EVIDENCE]}"] if down else []))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..core.verdicts import SHORTENED
+from ..core.verdicts import SHORTENED, Cause, Deviation
 
 GATE = "g4"
 # Collector names the rules read (gates.soak.health produces readings under these names).
@@ -73,14 +73,28 @@ class WindowRecord(BaseModel):
         return reading.values.get(key) if reading else None
 
 
-class Deviation(BaseModel):
-    """Something the run did not do as planned: a gap (crash, reboot) or a shortened run."""
+Kind = Literal["gap", "shortened", "duration", "window"]
+# The cause each kind is in a gate record (gates.core.verdicts.CAUSES says what it does).
+CAUSE_OF: dict[str, Cause] = {"gap": Cause.SOAK_GAP, "shortened": Cause.SHORTENED,
+                              "duration": Cause.SOAK_DURATION, "window": Cause.SOAK_WINDOW}
 
-    kind: Literal["gap", "shortened", "duration", "window"]
+
+class SoakDeviation(BaseModel):
+    """Something the soak did not do as planned: a gap (crash, reboot) or a shortened run.
+
+    The soak's own store keeps these (with a gap's times); the gate record gets ``typed``.
+    """
+
+    kind: Kind
     seconds: float = 0.0
     start: float | None = None
     end: float | None = None
     text: str
+
+    @property
+    def typed(self) -> Deviation:
+        """This deviation as a gate record holds it: its cause by its kind, not by its words."""
+        return Deviation(cause=CAUSE_OF[self.kind], text=self.text)
 
 
 def span(seconds: float) -> str:
@@ -139,27 +153,27 @@ class SoakPlan(BaseModel):
         return (f"Soak of {span(self.duration)} {of} the {SIGNOFF_SECONDS / HOUR:g} h sign-off "
                 f"duration: {'shortened' if self.shortened else 'full length'}{self._set_by()}")
 
-    def deviations(self) -> list[Deviation]:
+    def deviations(self) -> list[SoakDeviation]:
         """The plan's own deviations: shortened below 72 h, or other than thresholds.toml."""
         out = []
         if self.shortened:
-            out.append(Deviation(kind="shortened", text=(
+            out.append(SoakDeviation(kind="shortened", text=(
                 f"{SHORTENED}; planned {span(self.duration)} of the "
                 f"{span(SIGNOFF_SECONDS)} sign-off duration{self._set_by()}")))
         elif self.duration != self.nominal_duration:
-            out.append(Deviation(kind="duration", text=(
+            out.append(SoakDeviation(kind="duration", text=(
                 f"duration {span(self.duration)} instead of thresholds.toml's "
                 f"{span(self.nominal_duration)}{self._set_by()}")))
         if self.window != self.nominal_window:
-            out.append(Deviation(kind="window", text=f"window {self.window:g} s instead of "
+            out.append(SoakDeviation(kind="window", text=f"window {self.window:g} s instead of "
                                  f"thresholds.toml's {self.nominal_window:g} s"))
         return out
 
 
-def gap(last_end: float, resumed_at: float) -> Deviation:
+def gap(last_end: float, resumed_at: float) -> SoakDeviation:
     """The deviation for a resume: the time between the last committed window and now."""
     length = max(0.0, resumed_at - last_end)
-    return Deviation(kind="gap", seconds=length, start=last_end, end=resumed_at,
+    return SoakDeviation(kind="gap", seconds=length, start=last_end, end=resumed_at,
                      text=f"not running for {length:.0f} s (crash or reboot); resumed after the "
                           f"last committed window; excluded from the effective duration")
 

@@ -24,7 +24,7 @@ from .health import Collector, WindowContext
 from .liveness import is_me, judge, this_runner
 from .load import LoadDriver
 from .load_rules import soak_measurements
-from .rules import Deviation, HealthReading, SoakPlan, WindowRecord, gap
+from .rules import HealthReading, SoakDeviation, SoakPlan, WindowRecord, gap
 from .store import SoakStore
 
 # ---- one window ---------------------------------------------------------------------------
@@ -65,7 +65,8 @@ class SoakStatus(BaseModel):
                 (" (shortened)" if self.shortened else ""))
 
 
-def status(plan: SoakPlan, windows: list[WindowRecord], deviations: list[Deviation]) -> SoakStatus:
+def status(plan: SoakPlan, windows: list[WindowRecord],
+           deviations: list[SoakDeviation]) -> SoakStatus:
     """Progress, ETA and the last window's health. Pure."""
     effective = sum(w.seconds for w in windows)
     return SoakStatus(run_id=plan.run_id, committed=len(windows), planned=plan.windows,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..core.verdicts import RequestRecord
 from ..store import Store
 from .liveness import RunnerMark
-from .rules import GATE, Deviation, SoakPlan, WindowRecord
+from .rules import GATE, SoakDeviation, SoakPlan, WindowRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS soak_plans (
@@ -115,15 +115,15 @@ class SoakStore:
                                (run_id,))
         return [WindowRecord.model_validate_json(r["body"]) for r in rows]
 
-    def add_deviation(self, run_id: str, deviation: Deviation) -> None:
+    def add_deviation(self, run_id: str, deviation: SoakDeviation) -> None:
         """Record a deviation (a gap) the moment it is known."""
         self.db.execute("INSERT INTO soak_deviations (run_id, body) VALUES (?, ?)",
                         (run_id, deviation.model_dump_json()))
 
-    def deviations(self, run_id: str) -> list[Deviation]:
+    def deviations(self, run_id: str) -> list[SoakDeviation]:
         """The plan's deviations (shortened, window) and every recorded gap, in order."""
         plan = self.plan(run_id)
         rows = self.db.execute("SELECT body FROM soak_deviations WHERE run_id = ? ORDER BY id",
                                (run_id,))
         return (plan.deviations() if plan else []) + [
-            Deviation.model_validate_json(r["body"]) for r in rows]
+            SoakDeviation.model_validate_json(r["body"]) for r in rows]

@@ -1,24 +1,35 @@
-"""G4's trend rules: throughput floor, TTFT drift, SNIA stability, each with its interval. Pure.
+"""G4's trend rules: throughput floor and TTFT drift, each with its interval. Pure.
 
 The window is the unit (requests inside one queue behind each other). The floor and the drift
 compare spans, and their intervals come from the spans' own noise where a soak has spans
 enough (gates.soak.noise, longrun: batch means over spans, which hold when a slow state of the
-machine outlasts a window); the SNIA rounds' from the window-to-window noise (spans). A
-figure that noise can explain is MARGINAL: a machine whose speed moves neither passes a
-drifting array nor fails a steady one.
+machine outlasts a window); the SNIA rounds' (gates.soak.stability) from the window-to-window
+noise (spans). A figure that noise can explain is MARGINAL: a machine whose speed moves neither
+passes a drifting array nor fails a steady one. Every window after the warm-up is expected
+(gates.soak.readings): the floor is over the spans they form, each read only when all its
+windows were, the drift over the windows; what was not read counts against the rule.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 
 from ..core.configuration import G4Limits
-from ..core.statistics import SteadyStateUnavailable, least_squares_slope, round_averages
 from ..core.verdicts import G4, Limit, Measurement, Outcome
 from .noise import noise_of
+from .readings import (
+    LOAD_COVERAGE_MIN,
+    coverage,
+    span_coverage,
+    span_label,
+    throughput_not_read,
+    ttft_not_read,
+    undecided,
+)
 from .rules import HOUR, WindowRecord, span
-from .spans import quantile, span_length, spans, window_noise
+from .spans import span_length, spans
 
 
 def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
@@ -26,7 +37,8 @@ def _decided(measured: Measurement, outcome: Outcome, note: str) -> Measurement:
 
 
 def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: float = 0.95,
-                     warmup_note: str = "", g3_throughput: float | None = None) -> Measurement:
+                     warmup_note: str = "", g3_throughput: float | None = None, *,
+                     absent: Mapping[int, str] | None = None) -> Measurement:
     """Every later span's median window throughput, as a % of the first span's, >= the floor.
 
     The reference is the soak's own first span (after the warm-up): the same engine, load and
@@ -37,23 +49,35 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
     864 windows falls ~3 window-noises under their mean on a steady array. Each later span's
     ratio to the first carries both spans' noise; PASS needs every ratio's lower bound at or
     above the floor, FAIL one whose upper bound (Bonferroni over the later spans) is under it.
+    ``absent``: the windows after the warm-up the plan expected and nobody committed, with why.
     """
     name = G4["g4.throughput_floor"].title
     if not windows:
         return Measurement.error(name, "no committed window after the warm-up")
     blocks, span_note = spans(windows)
-    first, later = blocks[0], blocks[1:]
+    cov = span_coverage(blocks, absent)
     limit = Limit.at_least(limits.throughput_floor, "%", key="g4.throughput_floor",
-                           relative_to=f"the soak's first span ({_where(first)})")
-    idle = [w for w in windows if not w.throughput or w.throughput <= 0]
-    if idle:  # no noise explains a window without output
-        return Measurement.measured(name, 0.0, limit, evidence=[
+                           relative_to=f"the soak's first span ({_where(blocks[0])})")
+    read = [w for w in windows if not throughput_not_read(w)]
+    idle = [w for w in read if w.throughput <= 0]
+    if idle:  # no noise explains a window without output; more spans cannot undo it
+        return cov.judge(Measurement.measured(name, 0.0, limit, evidence=[
             f"window #{w.index}: no output tokens in {w.seconds:.0f} s" for w in idle][:20],
-            note=f"{len(idle)} of {len(windows)} windows produced no output")
-    if not later:
-        return Measurement.error(name, f"{_count(windows)} after the warm-up make one span: "
-                                       "the floor holds later spans against the first, so it "
-                                       "needs two or more", limit)
+            note=f"{len(idle)} of {len(windows)} windows produced no output"), LOAD_COVERAGE_MIN)
+    if len(blocks) < 2:
+        return cov.judge(Measurement.error(
+            name, f"{_count(windows)} after the warm-up make one span: the floor holds later "
+                  "spans against the first, so it needs two or more", limit))
+    if (label := span_label(blocks[0])) not in cov.read:
+        return cov.judge(Measurement.error(
+            name, f"the first span ({label}) holds a window not read, {cov.failed[label]}: "
+                  "every later span is held against its median", limit))
+    # Only spans read in full are compared (and read noise from); the others count against
+    # the rule through its coverage.
+    blocks = [b for b in blocks if span_label(b) in cov.read]
+    if len(blocks) < 2:
+        return cov.judge(Measurement.error(name, "no later span was read in full", limit))
+    first, later = blocks[0], blocks[1:]
     reference = statistics.median(w.throughput for w in first)
     rates = [[w.throughput for w in b] for b in blocks]
     # Each later span's noise from the spans it is not compared with (longrun.span_noise).
@@ -75,7 +99,7 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
     else:
         at, (share, lo, hi), _ = min(judged, key=lambda j: j[1][1])
     decisive, noise = later[at], noises[at]
-    below = [f"window #{w.index}: {w.throughput:.4g} tok/s" for w in windows
+    below = [f"window #{w.index}: {w.throughput:.4g} tok/s" for w in read
              if w.throughput < floor / 100 * reference]
     evidence = [f"lowest later span ({_where(decisive)}, {_count(decisive)}): median "
                 f"{share / 100 * reference:.4g} tok/s, {share:.3g} % of the first span's, "
@@ -90,21 +114,21 @@ def throughput_floor(windows: list[WindowRecord], limits: G4Limits, confidence: 
             f"a span whose upper bound at {every * 100:.4g} % "
             "(Bonferroni over the later spans) is under it")
     rule = "; ".join(t for t in (rule, warmup_note) if t)
+    # A span read in full and below the floor FAILs whatever the spans not read hold.
     if failing:
-        return _decided(measured, Outcome.FAIL, f"{len(failing)} of {len(later)} later spans "
-                                                f"below the floor; {rule}")
+        return cov.judge(_decided(measured, Outcome.FAIL, f"{len(failing)} of {len(later)} "
+                                  f"later spans below the floor; {rule}"), LOAD_COVERAGE_MIN)
     if all(low >= floor for _, (_, low, _), _ in judged):
-        return _decided(measured, Outcome.PASS, rule)
-    return _decided(measured, Outcome.MARGINAL, (
+        return cov.judge(_decided(measured, Outcome.PASS, rule), LOAD_COVERAGE_MIN)
+    return cov.judge(_decided(measured, Outcome.MARGINAL, (
         f"the lowest later span's {confidence * 100:g} % interval [{lo:.3g}, {hi:.3g}] % of the "
         f"first span's crosses the floor ({floor:g} %) at a noise of "
         f"{noise.per_window * 100:.3g} % per window: longer spans (more windows each) decide; "
-        f"{rule}"))
+        f"{rule}")), LOAD_COVERAGE_MIN)
 
 
 def _where(block: list[WindowRecord]) -> str:
-    return (f"windows #{block[0].index}-#{block[-1].index}" if len(block) > 1 else
-            f"window #{block[0].index}")
+    return span_label(block)
 
 
 def _count(block: list[WindowRecord]) -> str:
@@ -143,8 +167,9 @@ def _soak_for(per_span: int, windows: list[WindowRecord]) -> str:
     return f" (an hour holds {HOUR / seconds:.0f} of these windows)"
 
 
-def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
-               confidence: float = 0.95, warmup_note: str = "") -> Measurement:
+def ttft_drift(windows: list[WindowRecord], limits: G4Limits, confidence: float = 0.95,
+               warmup_note: str = "", *,
+               absent: Mapping[int, str] | None = None) -> Measurement:
     """TTFT p50 drift, last span vs first, within ±ttft_drift_max (median of window p50s).
 
     The drift's interval comes from the spans' own noise (gates.soak.noise): a
@@ -158,21 +183,23 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
                   key="g4.ttft_drift_max")
     first, last, note = drift_spans(windows)
     note = "; ".join(t for t in (note, warmup_note) if t)
-    a = [w.ttft_p50 for w in first if w.ttft_p50 is not None]
-    b = [w.ttft_p50 for w in last if w.ttft_p50 is not None]
+    cov = coverage(windows, ttft_not_read, absent)
+    a = [w.ttft_p50 for w in first if w.index in cov.read]
+    b = [w.ttft_p50 for w in last if w.index in cov.read]
     if not a or not b:
-        return Measurement.error(name, f"no TTFT in the {'first' if not a else 'last'} span "
+        said = Measurement.error(name, f"no TTFT in the {'first' if not a else 'last'} span "
                                        f"({note})", limit)
+        return cov.judge(said) if cov.expected else said
     early, late = statistics.median(a), statistics.median(b)
     # Both directions count: a soak's point is that the operating point does not move.
     drift = (late - early) / early * 100
-    blocks = [[w for w in s if w.ttft_p50 is not None] for s in spans(windows)[0]]
+    blocks = [[w for w in s if w.index in cov.read] for s in spans(windows)[0]]
     blocks = [s for s in blocks if s]
     if sum(map(len, blocks)) < 2:
         return Measurement.error(name, f"{sum(map(len, blocks))} window with a TTFT after the "
                                        "warm-up: a drift needs two or more", limit)
     compared = {w.index for w in first + last}
-    noise = noise_of([[w.ttft_p50 or 0.0 for w in s] for s in blocks], leave_out=[
+    noise = noise_of([[w.ttft_p50 for w in s] for s in blocks], leave_out=[
         i for i, s in enumerate(blocks) if compared & {w.index for w in s}])
     half = noise.half((len(a), len(b)), confidence)
     ratio = math.log(late / early)
@@ -195,52 +222,4 @@ def ttft_drift(windows: list[WindowRecord], limits: G4Limits,
             f"{drift:+.3g} % from the windows' own noise ({noise.per_window * 100:.3g} % per "
             f"window): its {confidence * 100:g} % interval [{interval[0]:.3g}, "
             f"{interval[1]:.3g}] % crosses ±{limits.ttft_drift_max:g} %; {decides}; {note}"))
-    return measured
-
-
-def stability(windows: list[WindowRecord], spread_max: float = 20.0, slope_max: float = 10.0,
-              keys: tuple[str, str] = ("g1.steady_state_spread_max",
-                                       "g1.steady_state_slope_max"),
-              confidence: float = 0.95) -> list[Measurement]:
-    """SNIA spread and slope over 5 rounds of per-window throughput (core.steady arithmetic).
-
-    Each round's mean carries the windows' noise over the root of its windows; the spread's
-    interval holds all five rounds at once (Bonferroni), the slope's is the least-squares
-    slope's own. A figure noise can explain is MARGINAL, never a PASS nor a FAIL.
-    """
-    names = (G4["g4.window_spread"].title, G4["g4.window_slope"].title)
-    limits = (Limit.at_most(spread_max, "%", key=keys[0]), Limit.at_most(slope_max, "%",
-                                                                         key=keys[1]))
-    rates = [w.throughput or 0.0 for w in windows]
-    try:
-        rounds = round_averages(rates)
-        mean = sum(rounds) / len(rounds)
-        if mean <= 0:
-            raise SteadyStateUnavailable("no output throughput in any window (mean 0)")
-    except SteadyStateUnavailable as exc:
-        return [Measurement.error(n, str(exc), lim) for n, lim in zip(names, limits, strict=True)]
-    k, size = len(rounds), len(rates) // len(rounds)
-    # A window without output has no log noise; it FAILs the floor, and here stays a point.
-    noise = window_noise(rates) if min(rates) > 0 else 0.0
-    per_round = noise / math.sqrt(size) * 100  # one round mean's relative noise, %
-    spread = (max(rounds) - min(rounds)) / mean * 100
-    spread_half = 2 * quantile(1 - (1 - confidence) / k, len(rates)) * per_round
-    slope = least_squares_slope(rounds) * (k - 1) / mean * 100
-    slope_half = quantile(confidence, len(rates)) * per_round * (k - 1) / math.sqrt(
-        sum((i - (k - 1) / 2) ** 2 for i in range(k)))
-    ends = (abs(slope - slope_half), abs(slope + slope_half))
-    slope_interval = (0.0 if abs(slope) <= slope_half else min(ends), max(ends))
-    evidence = [f"round averages (tok/s, {size} windows each): "
-                f"{', '.join(f'{r:.4g}' for r in rounds)}",
-                f"window-to-window noise of the throughput: {noise * 100:.3g} %; one round's "
-                f"mean: {per_round:.3g} %"]
-    judged = [Measurement.measured(names[0], spread, limits[0], evidence=evidence,
-                                   interval=(max(0.0, spread - spread_half),
-                                             spread + spread_half)),
-              Measurement.measured(names[1], abs(slope), limits[1], evidence=evidence,
-                                   interval=slope_interval)]
-    return [m if m.outcome is not Outcome.MARGINAL else m.model_copy(update={"note": (
-        f"its {confidence * 100:g} % interval [{m.interval[0]:.3g}, {m.interval[1]:.3g}] % "
-        f"crosses {m.limit.hi:g} %: rounds of {size} window{'s' if size > 1 else ''} at "
-        f"{noise * 100:.3g} % window-to-window noise cannot tell; longer rounds (a longer "
-        "soak) decide")}) for m in judged]
+    return undecided(cov, measured)
