@@ -14,7 +14,7 @@ import pytest
 from _edits import edited
 from _fixturemods import fixture_module
 
-from gates.core.verdicts import SHORTENED, RequestOutcome, RequestRecord
+from gates.core.verdicts import SHORTENED, Cause, Deviation, RequestOutcome, RequestRecord
 from gates.options import RunOptions
 from gates.report import build_summary
 from gates.session import GateSession
@@ -88,6 +88,8 @@ def test_thresholds_file_at_two_minutes_is_shortened_not_full(tmp_path):
     assert plan.shortened and SIGNOFF_SECONDS == 259_200
     [deviation] = plan.deviations()  # the window is thresholds.toml's own 20 s: no deviation
     assert deviation.kind == "shortened" and deviation.text.startswith(SHORTENED)
+    # In the gate record it is its cause, whatever its words (#43).
+    assert deviation.typed == Deviation(cause=Cause.SHORTENED, text=deviation.text)
     assert "planned 2 min (120 s) of the 72 h (259,200 s)" in deviation.text
     assert deviation.text.endswith(f"set by {THRESHOLDS}")
     session.store.close()
@@ -137,6 +139,7 @@ def test_a_full_soak_is_not_shortened_whatever_thresholds_asks(tmp_path):
     texts = [d.text for d in longer.deviations()]
     assert texts[0] == (f"duration 72 h (259,200 s) instead of thresholds.toml's 96 h "
                         f"(345,600 s), set by {SITE_KEY}")
+    assert [d.typed.cause for d in longer.deviations()] == [Cause.SOAK_DURATION]
     assert not any(t.startswith("shortened") for t in texts)
     session.store.close()
 
@@ -199,8 +202,9 @@ def soak_record(root: Path, **way):
 @pytest.mark.parametrize("way", WAYS)
 def test_record_banner_headline_and_summary_say_shortened(tmp_path, way):
     session, record, files = soak_record(tmp_path, **WAYS[way])
-    shortened = [d for d in record.deviations if d.startswith(SHORTENED)]
-    assert len(shortened) == 1 and shortened[0].endswith(f"set by {way}")
+    shortened = [d.text for d in record.deviations if d.cause is Cause.SHORTENED]
+    assert len(shortened) == 1 and shortened[0].startswith(SHORTENED)
+    assert shortened[0] and shortened[0].endswith(f"set by {way}")
     assert "planned 2 min (120 s)" in shortened[0]
     page = Page(files["html"].read_text())
     assert "banner" in page.classes["g4-shortened"]  # the report's red banner style
@@ -230,7 +234,7 @@ def test_a_full_length_record_has_no_shortened_banner(tmp_path):
     page = Page(files["html"].read_text())
     assert "g4-shortened" not in page.texts and page.classes["g4-headline"] == ""
     assert page.texts["g4-headline"].endswith(f"full length, set by {THRESHOLDS}")
-    assert not any(d.startswith("shortened") for d in record.deviations)
+    assert not any(d.cause is Cause.SHORTENED for d in record.deviations)
     summary = build_summary(session.store, SITE_NAME, record.run_id)
     assert not any("shortened" in r for r in summary.recommendation.reasons)
     session.store.close()

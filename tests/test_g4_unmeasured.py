@@ -18,7 +18,7 @@ import pytest
 from _chain import SITE, add_gate, m, open_run
 from _edits import edited
 
-from gates.core.verdicts import Limit
+from gates.core.verdicts import Cause, Deviation, Limit
 from gates.store import Store
 
 SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
@@ -113,8 +113,9 @@ def test_g4_without_nvme_cli_with_devices_named_is_error_naming_nvme_cli(tmp_pat
     if by_id["g4.kernel_errors"]["outcome"] == "ERROR":
         assert "kernel.dmesg_restrict" in by_id["g4.kernel_errors"]["note"]
     # The server said it is kvgate's simulator, whatever the site file's engine = "vllm" says.
-    assert any(d.startswith("simulated engine: the arms candidate run kvgate's reference")
-               for d in g4["deviations"]), g4["deviations"]
+    assert any(d.cause is Cause.SIMULATED_ENGINE and d.text.startswith(
+        "simulated engine: the arms candidate run kvgate's reference")
+        for d in map(Deviation.model_validate, g4["deviations"])), g4["deviations"]
     html = path.with_suffix(".html").read_text()
     # #43: each G4 health rule shows its coverage: five windows (10 s of 2 s), every verify
     # pass read; SMART read in none, and its ERROR says which and why.

@@ -24,7 +24,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core.verdicts import Limit
+from gates.core.verdicts import Cause, Deviation, Limit
 from gates.soak import SoakPlan, SoakRunner, carry_engine_logs
 from gates.soak.liveness import RunnerMark, judge, process_gone, this_runner
 from gates.soak.runner import SoakBusy
@@ -149,9 +149,12 @@ def test_a_forced_soak_killed_mid_run_is_said_dead_and_resumes_forced_in_its_run
     record = json.loads((folder / "g4.json").read_text())
     assert record["run_id"] == run_id and record["forced"] is True
     assert record["verdict"] in ("PASS", "FAIL", "MARGINAL"), said[-3000:]
-    assert "FORCED: run despite the upstream gate: G3 did not pass (run g3-run: FAIL)" in \
-        record["deviations"]
-    assert any(d.startswith("not running for ") for d in record["deviations"])  # the gap
+    found = [Deviation.model_validate(d) for d in record["deviations"]]
+    assert Deviation(cause=Cause.FORCED, text="FORCED: run despite the upstream gate: G3 did "
+                     "not pass (run g3-run: FAIL)") in found
+    # The gap, of its cause whatever its words.
+    assert any(d.cause is Cause.SOAK_GAP and d.text.startswith("not running for ")
+               for d in found), found
     assert record["facts"]["windows"] == ("6 of 6 committed; the first 1 (one window) left out "
                                           "of throughput and TTFT as the warm-up")
     assert record["facts"]["soak run"] == run_id

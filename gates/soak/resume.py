@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ..core.verdicts import Cause, Deviation
 from ..store import Store
 from .rules import StartOptions
 
@@ -80,7 +81,7 @@ def log_summary(path: Path, run_dir: Path) -> str:
 
 
 def changed_files(store: Store, soak_run: str, site_sha256: str,
-                  thresholds_sha256: str) -> list[str]:
+                  thresholds_sha256: str) -> list[Deviation]:
     """Deviations for a resume that read other configuration files than the soak began with."""
     began = store.run(soak_run) or {}
     out = []
@@ -88,6 +89,7 @@ def changed_files(store: Store, soak_run: str, site_sha256: str,
                             ("thresholds file", began.get("thresholds_sha256"),
                              thresholds_sha256)):
         if was and now and was != now:
-            out.append(f"resumed with another {label} than soak {soak_run} started with "
-                       f"(SHA-256 {now[:16]}… instead of {was[:16]}…)")
+            out.append(Deviation(cause=Cause.RESUMED_OTHER_FILES, text=(
+                f"resumed with another {label} than soak {soak_run} started with "
+                f"(SHA-256 {now[:16]}… instead of {was[:16]}…)")))
     return out

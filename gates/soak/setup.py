@@ -10,7 +10,7 @@ from typing import NamedTuple
 from ..core.configuration import G4Limits, Site, soak_problem
 from ..core.quantities import format_duration
 from ..core.statistics import median
-from ..core.verdicts import GateRecord
+from ..core.verdicts import Cause, Deviation, GateRecord
 from ..inference import Repetition
 from ..loadgen import Endpoint, LoadSettings, multi_turn
 from ..proof import ServerIdentity
@@ -64,19 +64,20 @@ def operating_point(store: Store, g3: GateRecord) -> OperatingPoint:
     return OperatingPoint(top, median(tputs), said)
 
 
-def other_engine(point: OperatingPoint, soak: ServerIdentity) -> str:
-    """A deviation when the soak's server is not the engine G3 measured; "" when it is.
+def other_engine(point: OperatingPoint, soak: ServerIdentity) -> Deviation | None:
+    """A deviation when the soak's server is not the engine G3 measured; None when it is.
 
     Engine and version are compared (how each found out may differ); an engine that could not
     say what it is is not the same one. Older G3 records named no server: nothing to compare.
     """
     if not point.served_by:
-        return ""
+        return None
     if soak.known and {ServerIdentity.name_of(s) for s in point.served_by} == {soak.name}:
-        return ""
-    return (f"G4 soaked {soak.describe()}, not the engine G3 measured "
-            f"({'; '.join(point.served_by)}): the soak says how that engine holds on this "
-            "storage, not how G3's does")
+        return None
+    return Deviation(cause=Cause.SOAK_OTHER_ENGINE, text=(
+        f"G4 soaked {soak.describe()}, not the engine G3 measured "
+        f"({'; '.join(point.served_by)}): the soak says how that engine holds on this "
+        "storage, not how G3's does"))
 
 
 def soak_plan(run_id: str, site: Site, limits: G4Limits, g3_throughput: float | None,
