@@ -59,6 +59,7 @@ class HostEntries:
 
     @property
     def expected(self) -> tuple[str, ...]:
+        """The planned hosts, in plan order."""
         return tuple(self.by_host)
 
     def entries(self) -> list[FioJob]:

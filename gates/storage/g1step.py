@@ -38,4 +38,5 @@ def no_job(*names: str) -> str:
 
 
 def mib(n: float) -> str:
+    """Bytes as whole MiB with thousands separators, for notes."""
     return f"{n / 1024**2:,.0f} MiB"

@@ -4,7 +4,7 @@ ids, gate records, deviations, request records, coverage. Pure."""
 from .coverage import Coverage
 from .declared import DECLARED, G1, G2, G3, G4
 from .deviation import CAUSES, SHORTENED, Cause, Deviation, Effect
-from .measures import INCOMPLETE, ONE_READING, Declared, Scope
+from .measures import INCOMPLETE, Declared, Scope
 from .record import (
     GATE_TITLES,
     GATES,
@@ -20,14 +20,13 @@ from .record import (
     upstream_gate,
 )
 from .requests import RequestOutcome, RequestRecord
-from .verdict import EXIT_CODES, Covered, Limit, Measurement, Outcome, gate_verdict
+from .verdict import EXIT_CODES, Limit, Measurement, Outcome, gate_verdict
 
 __all__ = [
     "CAUSES",
     "Cause",
     "ChecklistAnswer",
     "Coverage",
-    "Covered",
     "DECLARED",
     "Declared",
     "Deviation",
@@ -44,7 +43,6 @@ __all__ = [
     "INCOMPLETE",
     "Limit",
     "Measurement",
-    "ONE_READING",
     "Outcome",
     "RequestOutcome",
     "RequestRecord",
