@@ -96,7 +96,9 @@ class Coverage:
         more units could not undo (counts that only grow), and cap before judging elsewhere.
         """
         cap = self.cap(minimum)
-        worse = min(measured.outcome, cap, key=SEVERITY.index)
+        # Full coverage caps nothing: a REPORTED figure (ranked after PASS) stays REPORTED.
+        worse = measured.outcome if cap is Outcome.PASS else min(measured.outcome, cap,
+                                                                 key=SEVERITY.index)
         note = measured.note
         if worse is not measured.outcome and cap is Outcome.ERROR:
             note = (f"{self.describe()}: a verdict needs {minimum:.0%} of {self.what} read"
