@@ -169,9 +169,12 @@ class GateSession:
     def deviate(self, gate: str, found: Deviation | str, cause: Cause | None = None) -> None:
         """Record a deviation from the procedure, shown on the gate's report: its cause, set by
         whoever found it (a Deviation's own, or the one named with its text), decides its
-        effect on ACCEPT. Text with no cause is read as an older record's (LEGACY_PREFIXES)."""
-        found = Deviation(cause=cause, text=found) if isinstance(found, str) and cause \
-            else Deviation.model_validate(found)
+        effect on ACCEPT. Text with no cause is refused: only an older record's text is read by
+        how it begins (LEGACY_PREFIXES), never a deviation found now."""
+        if isinstance(found, str):
+            if cause is None:
+                raise TypeError(f"a deviation found now needs its Cause: {found!r}")
+            found = Deviation(cause=cause, text=found)
         notes = self.deviations.setdefault(gate, [])
         if found not in notes:
             notes.append(found)
