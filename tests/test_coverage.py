@@ -6,15 +6,15 @@ from hypothesis import strategies as st
 
 from gates.core.verdicts import (
     DECLARED,
-    ONE_READING,
     Coverage,
-    Covered,
     Declared,
     Limit,
     Measurement,
     Outcome,
     measures,
 )
+from gates.core.verdicts.measures import ONE_READING
+from gates.core.verdicts.verdict import Covered
 
 
 def passing(note="a note"):

@@ -15,12 +15,12 @@ import gates.core.verdicts.measures
 from gates.core.configuration import G4Limits
 from gates.core.verdicts import (
     G4,
-    ONE_READING,
     Outcome,
     RequestOutcome,
     RequestRecord,
     gate_verdict,
 )
+from gates.core.verdicts.measures import ONE_READING
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.clock import FakeClock
 from gates.soak.load_rules import REHEARSED, soak_measurements

@@ -24,7 +24,6 @@ from gates.cli import record_schema
 from gates.core.verdicts import (
     Cause,
     ChecklistAnswer,
-    Covered,
     Deviation,
     DutItem,
     GateRecord,
@@ -34,6 +33,7 @@ from gates.core.verdicts import (
     Table,
     UpstreamRef,
 )
+from gates.core.verdicts.verdict import Covered
 from gates.options import RunOptions
 from gates.report import write_reports
 from gates.session import GateSession
