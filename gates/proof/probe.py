@@ -19,6 +19,8 @@ from ..core.configuration import G3Limits
 from .cachedrop import CacheDrop, together
 from .counters import StorageReads
 
+MAX_RANKS = 65_536  # TP x PP x DP of one deployment: far above any built today
+
 _G3 = G3Limits()  # the defaults of thresholds.toml [g3], when no file is at hand
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -120,8 +122,9 @@ class ProofContext(BaseModel):
     # % of the expected tokens the engine must have read from storage
     read_fraction_min: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] = \
         _G3.storage_read_fraction_min
-    # The ranks the engine's counters name (labelled_ranks), if the site knows them
-    expected_ranks: PositiveInt | None = None
+    # The ranks the engine's counters name (labelled_ranks), if the site knows them. Bounded:
+    # each is a unit of the ranks' Coverage, and --ranks 1e9 once filled 24 GB listing them.
+    expected_ranks: Annotated[int, Field(gt=0, le=MAX_RANKS)] | None = None
     band: tuple[Finite, Finite] = (_G3.storage_side_band_min, _G3.storage_side_band_max)
     restore_bw: Rate | None = None  # G1's KV-restore bandwidth, bytes/s
     link_bw: Rate | None = None  # [ceilings] read_bw, bytes/s
