@@ -152,3 +152,11 @@ def test_a_rule_over_many_inputs_gives_what_it_found_only_with_their_coverage(mo
     assert rule.error("could not run").outcome is Outcome.ERROR  # nothing found: no coverage
     one = Declared("g9.one", "One reading", over=ONE_READING)
     assert one.measured(0, Limit.at_most(0, "errors")).outcome is Outcome.PASS
+
+
+def test_full_coverage_leaves_a_reported_figure_reported_and_a_gap_still_counts():
+    shown = Measurement.reported("drift", 1.5, "%")
+    full = Coverage([1, 2], read=[1, 2], what="windows").judge(shown)
+    assert full.outcome is Outcome.REPORTED and full.coverage.read == 2
+    short = Coverage([1, 2], read=[1], what="windows").judge(shown)
+    assert short.outcome is Outcome.ERROR and "#2 no reading" in short.note
