@@ -169,11 +169,8 @@ class GateSession:
     def deviate(self, gate: str, found: Deviation | str, cause: Cause | None = None) -> None:
         """Record a deviation from the procedure, shown on the gate's report: its cause, set by
         whoever found it (a Deviation's own, or the one named with its text), decides its
-        effect on ACCEPT. Text with no cause is refused: only an older record's text is read by
-        how it begins (LEGACY_PREFIXES), never a deviation found now."""
-        if isinstance(found, str):
-            if cause is None:
-                raise TypeError(f"a deviation found now needs its Cause: {found!r}")
+        effect on ACCEPT; text without one is refused (only older records' is read by words)."""
+        if isinstance(found, str):  # cause=None is refused by Deviation's validation
             found = Deviation(cause=cause, text=found)
         notes = self.deviations.setdefault(gate, [])
         if found not in notes:
