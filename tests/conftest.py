@@ -175,3 +175,12 @@ def gate_dir(pytester, repo):
         file_size = "1MiB"
     """))
     return pytester
+
+
+@pytest.fixture
+def key(tmp_path, monkeypatch):
+    """The performer's key under tmp_path, the one this machine trusts (waivers, signing)."""
+    from gates.report import KEY_DIR_ENV, KEY_ENV, new_key
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    new_key(tmp_path / "keys")

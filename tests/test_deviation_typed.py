@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from gates.cli import main, record_schema
 from gates.core.verdicts import Cause, Deviation, Effect, GateRecord
 from gates.options import RunOptions
-from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary
+from gates.report import build_summary, write_summary
 from gates.report.record_check import EXTRA_KEYS, record_digest
 from gates.report.summary import ACCEPT, NOT_READY
 from gates.report.verification import verify
@@ -150,14 +150,6 @@ def test_old_and_typed_deviations_both_validate_against_the_record_schema():
     assert [e.message for e in validator.iter_errors(typed)] == []
     wrong = {**body, "deviations": [{"cause": "a cause nobody declared", "text": "x"}]}
     assert list(validator.iter_errors(wrong))
-
-
-@pytest.fixture
-def key(tmp_path, monkeypatch):
-    """The performer's key, the one this machine trusts."""
-    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    new_key(tmp_path / "keys")
 
 
 def test_a_typed_deviation_is_waived_by_its_whole_text_and_the_waiver_verifies(tmp_path, key):

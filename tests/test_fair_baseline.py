@@ -17,7 +17,7 @@ from gates.core.verdicts import Cause, Effect
 from gates.engines import gain_bound, unexplained_gains
 from gates.engines.fairness import ArmStorage
 from gates.inference import Repetition, g3_measurements
-from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary
+from gates.report import build_summary, write_summary
 from gates.report.summary import ACCEPT, NOT_READY
 from gates.store import Store
 
@@ -89,13 +89,6 @@ def test_without_a_measured_baseline_storage_nothing_explains_a_gain_above_the_b
     assert "the baseline's storage could not be measured: fio exited 1: O_DIRECT" in text, text
     [text] = [d.text for d in unexplained_gains([gain], G3Limits(), gain_bound({}, KV_BYTES))]
     assert "the arms' storage was not measured" in text, text
-
-
-@pytest.fixture
-def key(tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    new_key(tmp_path / "keys")
 
 
 def test_the_deviation_keeps_an_all_pass_chain_from_accept_until_a_signed_waiver(tmp_path, key):

@@ -10,7 +10,6 @@ from test_waivers import LIMITS, chain_with, waive
 
 from gates.core.verdicts import Waiver
 from gates.report import (
-    KEY_DIR_ENV,
     KEY_ENV,
     grouped,
     new_key,
@@ -23,13 +22,6 @@ from gates.report.verification import examine
 from gates.store import Store, utc_now
 
 SITE = "acceptance site"
-
-
-@pytest.fixture
-def key(tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    new_key(tmp_path / "keys")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from gates.core.configuration import G2Limits
 from gates.core.verdicts import SHORTENED, Cause, Deviation, Effect, GateRecord
 from gates.inference import Repetition, starved
 from gates.loadgen import CpuUse
-from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, new_key, write_summary
+from gates.report import KEY_DIR_ENV, build_summary, write_summary
 from gates.report.summary import ACCEPT, NOT_READY, summary_digest
 from gates.report.verification import verify
 from gates.soak import SoakPlan
@@ -25,14 +25,6 @@ from gates.soak.rules import gap
 from gates.store import Store
 
 LIMITS = "limits changed since G2 (run r0): thresholds SHA-256 aaaa… then, bbbb… now"
-
-
-@pytest.fixture
-def key(tmp_path, monkeypatch):
-    """The performer's key, the one this machine trusts."""
-    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    new_key(tmp_path / "keys")
 
 
 def chain_with(store, run_id="r1", **deviations):
