@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..core.verdicts import Coverage, Measurement, Outcome
+from ..core.verdicts import Coverage, Measurement
 from .fio import FioJob, FioReport
 from .fioerrors import errno_words
 from .g1step import StepOutcome, no_job
@@ -150,9 +150,4 @@ def over_hosts(step: StepOutcome, jobs: Sequence[str], figure: Figure,
     if not cov.complete:
         return cov.judge(error(f"{cov.describe()}: a figure over fewer hosts than planned is "
                                "not the array's"))
-    found = measured(per_job)
-    judged = cov.judge(found)
-    # A figure held against no limit stays REPORTED at full coverage (Coverage.judge would
-    # rank PASS, the cap, as the worse of the two).
-    return judged.model_copy(update={"outcome": found.outcome}) \
-        if found.outcome is Outcome.REPORTED and cov.complete else judged
+    return cov.judge(measured(per_job))
