@@ -303,9 +303,18 @@ def test_a_real_short_soak_against_the_simulator(tmp_path, store):
     assert got["Effective soak duration"].outcome is Outcome.PASS
     assert SHORTENED in got["Effective soak duration"].note
     assert "1/6" in got["TTFT p50 drift"].note
-    # A shortened soak: what its windows cannot decide is REPORTED (never MARGINAL); two
-    # windows per round are often undecided at the simulator's window noise.
-    assert got["TTFT p50 drift"].outcome in (Outcome.PASS, Outcome.FAIL, Outcome.REPORTED)
+    # A shortened soak: what its windows cannot decide is REPORTED; two windows per round are
+    # often undecided at the simulator's window noise. MARGINAL stays only for a TTFT that rose
+    # past the limit (gates/soak/load_rules.py rehearsed): on a busy machine the simulator's
+    # TTFT can rise that much with the load of other processes (CI once saw +22.9 %).
+    drift = got["TTFT p50 drift"]
+    if drift.outcome is Outcome.MARGINAL:
+        assert drift.value > G4Limits().ttft_drift_max, drift
+        assert drift.coverage is not None and drift.coverage.read == drift.coverage.expected
+        print(f"TTFT rose {drift.value:.3g} % over the soak (load average "
+              f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs): MARGINAL, as the rule says")
+    else:
+        assert drift.outcome in (Outcome.PASS, Outcome.FAIL, Outcome.REPORTED), drift
     assert got["Window throughput spread (SNIA)"].outcome in (Outcome.PASS, Outcome.FAIL,
                                                               Outcome.REPORTED)
     assert len(store.samples("soak-1", "g4.ttft_p50")) == 10

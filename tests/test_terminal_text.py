@@ -15,7 +15,7 @@ import pytest
 from _configcheck import check, refused
 from hypothesis import given
 from hypothesis import strategies as st
-from test_waivers import LIMITS, chain_with, key, waive  # noqa: F401 (key: a fixture)
+from test_waivers import LIMITS, chain_with, waive
 
 from gates.cli import main
 from gates.commands.compare import candidate
