@@ -2,23 +2,42 @@
 
 import json
 
-from gates.core.verdicts import DECLARED, Cause, Deviation, GateRecord, Limit, UpstreamRef
+from gates.core.verdicts import (
+    DECLARED,
+    Cause,
+    Coverage,
+    Deviation,
+    GateRecord,
+    Limit,
+    Measurement,
+    UpstreamRef,
+)
+from gates.core.verdicts.measures import ONE_READING
 from gates.report.sealing import seal, seal_placeholder
 from gates.store import Store
 
 SITE = "acceptance site"
 
 
+def read_all(declared, value, limit, at=None):
+    """A declared measurement judged against its limit as its rule gives it having read every
+    one of its inputs: a rule over many (windows, pairs, hosts) carries their full Coverage."""
+    said = Measurement.measured(declared.name(at), value, limit)
+    if declared.over != ONE_READING:
+        said = Coverage([1], [1], what=declared.over).judge(said)
+    return declared.stamp(said, at)
+
+
 def m(id, value, limit, at=None):
-    """A declared measurement (by id, at a level) judged against its limit."""
-    return DECLARED[id.split(".")[0]][id].measured(value, limit, at=at)
+    """A declared measurement (by id, at a level) judged against its limit, every input read."""
+    return read_all(DECLARED[id.split(".")[0]][id], value, limit, at)
 
 
 def the_rest(session, gate, have=()):
     """A passing measurement for every id (and level) the gate declares that `have` lacks:
     a test of something else records a complete gate, as a whole run of its suite does."""
     taken = {(x.id, x.at) for x in have} | {(x.id, None) for x in have}
-    return [d.measured(1.0, Limit.at_least(0, "figure"), at=at)
+    return [read_all(d, 1.0, Limit.at_least(0, "figure"), at)
             for d, at in DECLARED[gate].required(session.scope(gate)) if (d.id, at) not in taken]
 
 

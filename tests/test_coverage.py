@@ -11,7 +11,6 @@ from gates.core.verdicts import (
     Limit,
     Measurement,
     Outcome,
-    measures,
 )
 from gates.core.verdicts.measures import ONE_READING
 from gates.core.verdicts.verdict import Covered
@@ -74,18 +73,26 @@ def test_a_long_list_of_missing_units_is_counted_not_spelled_out():
     assert cov.describe().endswith("#94 no reading; and 5 more")
 
 
-@pytest.mark.parametrize("kw", [dict(expected=[1, 1]), dict(expected=[1], read=[2]),
-                                dict(expected=[1], failed={2: "x"}),
-                                dict(expected=[1], read=[1], failed={1: "x"})])
-def test_inconsistent_coverage_is_refused(kw):
-    with pytest.raises(ValueError):
-        Coverage(**kw)
+@pytest.mark.parametrize(("kw", "said"), [
+    (dict(expected=[1, 1]), r"^pairs: a unit is expected twice in \(1, 1\)$"),
+    (dict(expected=[1], read=[2]), r"^pairs: \['#2'\] read or failed but not expected$"),
+    (dict(expected=[1], failed={2: "x"}), r"^pairs: \['#2'\] read or failed but not expected$"),
+    (dict(expected=[1], read=[1], failed={1: "x"}), r"^pairs: \['#1'\] both read and failed$")])
+def test_inconsistent_coverage_is_refused_naming_the_units(kw, said):
+    with pytest.raises(ValueError, match=said):
+        Coverage(**kw, what="pairs")
 
 
 def test_a_minimum_outside_0_to_1_is_refused():
     for bad in (0.0, -0.1, 1.01):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"a minimum coverage is a share in \(0, 1\], "
+                                             rf"not {bad}$"):
             Coverage([1], read=[1]).cap(bad)
+
+
+def test_units_are_called_units_unless_the_rule_says_what_they_are():
+    said = Coverage([1, 2], read=[1]).describe()
+    assert said == "units read 1 of 2 (50%); not read: #2 no reading"
 
 
 @st.composite
@@ -131,6 +138,19 @@ def test_the_record_names_five_missing_units_and_counts_the_rest():
     assert cov.covered().missing == ["#1 no reading", "#2 no reading", "#3 no reading",
                                      "#4 no reading", "#5 no reading", "and 2 more"]
     assert cov.describe().endswith("#5 no reading; and 2 more")
+    five = Coverage(range(6), read=[0], what="windows").covered().missing
+    assert len(five) == 5 and five[-1] == "#5 no reading"  # exactly five: none counted
+
+
+@pytest.mark.parametrize("note", ["", "the rule's own note"])
+def test_a_capped_outcome_says_why_before_the_rules_own_note(note):
+    cov = Coverage(range(4), read=range(3), what="windows")
+    error, marginal = cov.judge(passing(note)), cov.judge(passing(note), minimum=0.5)
+    why = f"{cov.describe()}: a verdict needs 100% of windows read"
+    margin = (f"{cov.describe()}: at least the 50% a verdict needs, but only a complete one "
+              "may PASS")
+    assert error.note == (f"{why}; {note}" if note else why)
+    assert marginal.note == (f"{margin}; {note}" if note else margin)
 
 
 def test_every_declaration_says_what_it_is_over():
@@ -141,8 +161,7 @@ def test_every_declaration_says_what_it_is_over():
             assert d.over, d.id
 
 
-def test_a_rule_over_many_inputs_gives_what_it_found_only_with_their_coverage(monkeypatch):
-    monkeypatch.setattr(measures, "STRICT", True)
+def test_a_rule_over_many_inputs_gives_what_it_found_only_with_their_coverage():
     rule = Declared("g9.rule", "A rule", over="pairs")
     with pytest.raises(ValueError, match="g9.rule is a rule over pairs"):
         rule.measured(0, Limit.at_most(0, "errors"))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import gates.core.verdicts.measures
 from gates.core.configuration import Ceilings, G1Limits
 from gates.core.quantities import bandwidth_unit
 from gates.core.verdicts import Cause, Outcome
@@ -50,10 +49,6 @@ def limits(**kw) -> G1Limits:
 NO_CEILINGS = Ceilings()
 
 
-@pytest.fixture(autouse=True)
-def strict(monkeypatch):
-    """Every G1 path these tests exercise stamps as the lead's STRICT will (#43)."""
-    monkeypatch.setattr(gates.core.verdicts.measures, "STRICT", True)
 QD1 = {"randread-4k-qd1": "randread-qd1"}
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import gates.core.verdicts.measures
 from gates.core.configuration import G3Limits
 from gates.core.verdicts import G3, Outcome
 from gates.inference import Repetition, g3_chains
@@ -130,8 +129,7 @@ def test_the_chain_names_a_repetition_whose_scrape_failed():
     assert m.coverage.missing == [f"#3 {SCRAPE_FAILED}"]
 
 
-def test_strict_stamping_refuses_nothing_of_a_healthy_level(monkeypatch):
-    monkeypatch.setattr(gates.core.verdicts.measures, "STRICT", True)
+def test_stamping_refuses_nothing_of_a_healthy_level():
     reps = [repetition(i) for i in range(3)]
     ms = storage_proof(8, [r.evidence for r in reps], G3Limits(), KV)
     ms.append(G3["g3.evidence_chain"].stamp(chain(reps), 8))
@@ -142,9 +140,7 @@ def test_strict_stamping_refuses_nothing_of_a_healthy_level(monkeypatch):
 
 
 @pytest.mark.parametrize("broken", [unscraped(1), repetition(1, device_read_bytes=None)])
-def test_strict_stamping_accepts_what_a_level_with_an_unread_repetition_found(monkeypatch,
-                                                                              broken):
-    monkeypatch.setattr(gates.core.verdicts.measures, "STRICT", True)
+def test_stamping_accepts_what_a_level_with_an_unread_repetition_found(broken):
     reps = [repetition(0), broken, repetition(2)]
     ms = storage_proof(8, [r.evidence for r in reps], G3Limits(), KV)
     ms.append(G3["g3.evidence_chain"].stamp(chain(reps), 8))

@@ -25,7 +25,6 @@ ONE_READING = "one reading"  # a rule over a single input: read, or an ERROR
 # The outcomes that say what a rule found in its inputs: a rule over many inputs gives them only
 # through its Coverage, so what it could not read counts against it (issue #43).
 FOUND = (Outcome.PASS, Outcome.MARGINAL, Outcome.FAIL, Outcome.REPORTED)
-STRICT = False  # TRANSITION (#43): True once every room judges its rules through Coverage
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class Declared:
         ValueError for what a rule over many inputs found without their coverage, or for a PASS
         over fewer than all of them: a rule cannot be written that drops what it could not read.
         """
-        if STRICT and self.over != ONE_READING and m.outcome in FOUND:
+        if self.over != ONE_READING and m.outcome in FOUND:
             if m.coverage is None:
                 raise ValueError(f"{self.id} is a rule over {self.over}: judge what it found "
                                  "through their Coverage (gates.core.verdicts), so those it "
