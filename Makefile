@@ -110,8 +110,11 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/
 
 # pytest exits 5 when it collected nothing: that is a broken test setup, not a pass.
 # The tests include G2/G3 end to end against the real engine, so CI builds it (or reuses it).
+# Four workers on two cores, as `make check`: the end-to-end files mostly wait (rate-limited
+# disks, fio, engine start-ups, soak windows); on two workers CI's run took 18 minutes.
+TEST_WORKERS ?= 4
 test: tools browser faultfs netns engine $(VENV)/.test-extras
-	@$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder; code=$$?; \
+	@$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 # The developer's loop: every test but the real engines' end-to-end runs (marker real_engine,

@@ -35,8 +35,8 @@ def pytest_configure(config):
         "markers", "real_engine: runs a real inference engine (llama.cpp, vLLM) end to end; "
         "`make test` runs these, `make check` leaves them out")
     config.addinivalue_line(
-        "markers", "slow: in a file of LONGEST_FIRST (whole gates, a wheel build, loop-device "
-        "filesystems, the browser); `make check` runs them, `pytest -m 'not slow'` does not")
+        "markers", "slow: in a file of LONGEST_FIRST (whole gates, faults under the target, a wheel "
+        "build, loop-device filesystems, the browser); `make check` runs them, `pytest -m 'not slow'` does not")
 
 
 # The files that take most of the run (the real engines' and the simulator's end-to-end runs, the
@@ -44,11 +44,13 @@ def pytest_configure(config):
 # (pytest-xdist, --dist loadfile --no-loadscope-reorder: xdist >= 3.5 otherwise hands out the
 # files with the most tests first, and a long file of two tests started last ran alone at the end).
 LONGEST_FIRST = ("test_vllm_e2e.py", "test_vllm_corrupt.py", "test_llamacpp_e2e.py",
-                 "test_g2g3_e2e.py", "test_g3_e2e_proof_failures.py", "test_g3_e2e_failures.py",
-                 "test_sweep_e2e.py", "test_wheel.py", "test_sweep_e2e_resume.py",
-                 "test_soak_runner.py", "test_g3_e2e_tiers.py", "test_browser.py", "test_cli.py",
-                 "test_checklist_cli.py", "test_g1.py", "test_xfs_target.py",
-                 "test_soak_resume.py")
+                 "test_faults_g3.py", "test_faults_g4.py", "test_g3_e2e_tiers.py",
+                 "test_g3_e2e_failures.py", "test_g3_e2e_proof_failures.py", "test_g2g3_e2e.py",
+                 "test_sweep_e2e_resume.py", "test_fio_hosts_g1.py", "test_soak_runner.py",
+                 "test_sweep_e2e.py", "test_faults_kill.py", "test_wheel.py",
+                 "test_fio_hosts.py", "test_g3_e2e_baseline.py", "test_checklist_cli.py",
+                 "test_cli.py", "test_g1.py", "test_soak_resume.py", "test_xfs_target.py",
+                 "test_browser.py", "test_faults_g1.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -32,7 +32,6 @@ from gates.core.verdicts import (
     DutItem,
     Limit,
     Measurement,
-    Outcome,
 )
 from gates.core.verdicts.verdict import SEVERITY
 from gates.inference import Repetition
@@ -319,10 +318,14 @@ def test_verdict_banner_and_every_measurement_failures_first(reports, gate):
     assert header == ["Measurement", "Value", "Limit", "Margin", "Outcome", "Notes"]
     rows = html.rows("results")
     assert sorted(r[0] for r in rows) == sorted(m.name for m in record.measurements)
-    outcomes = {m.name: m.outcome.value for m in record.measurements}
-    assert all(r[4] == outcomes[r[0]] for r in rows)
-    ranks = [SEVERITY.index(Outcome(r[4])) for r in rows]
-    assert ranks == sorted(ranks) and rows[0][4] == VERDICTS[gate]
+    outcomes = {m.name: m.outcome for m in record.measurements}
+    # The outcome, and under it what a rule over many inputs read of them ("pairs 7/8").
+    shown = {m.name: m.outcome.value + (f" {m.coverage.what} {m.coverage.read}/"
+                                        f"{m.coverage.expected}" if m.coverage else "")
+             for m in record.measurements}
+    assert all(r[4] == shown[r[0]] for r in rows), rows
+    ranks = [SEVERITY.index(outcomes[r[0]]) for r in rows]
+    assert ranks == sorted(ranks) and outcomes[rows[0][0]].value == VERDICTS[gate]
 
 
 def test_values_units_limits_margins_and_intervals(reports):

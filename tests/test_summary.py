@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from _chain import SIMULATED, SITE, add_gate, full_chain, open_run
+from _chain import SIMULATED, SITE, add_gate, full_chain, m, open_run
 
 from gates.core.verdicts import G1, GATE_TITLES, GATES, SHORTENED, Limit
 from gates.report import KEY_DIR_ENV, KEY_ENV, build_summary, grouped, new_key, write_summary
@@ -121,7 +121,7 @@ def test_key_figures_come_from_the_record_one_row_per_concurrency(store):
 def test_an_absent_figure_is_a_dash_never_a_number(store):
     open_run(store, "r1")
     record, _ = add_gate(store, "r1", "g1", measurements=[
-        G1["g1.seq_read_bw"].measured(5.2, Limit.at_least(4, "GB/s")),
+        m("g1.seq_read_bw", 5.2, Limit.at_least(4, "GB/s")),
         G1["g1.kv_restore_bw"].error("fio failed", Limit.at_least(4, "GB/s"))])
     rows = {r.label: r for r in key_figures("g1", record)}
     assert rows["KV-restore bandwidth"].text == ABSENT
