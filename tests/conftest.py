@@ -35,8 +35,9 @@ def pytest_configure(config):
         "markers", "real_engine: runs a real inference engine (llama.cpp, vLLM) end to end; "
         "`make test` runs these, `make check` leaves them out")
     config.addinivalue_line(
-        "markers", "slow: in a file of LONGEST_FIRST (whole gates, faults under the target, a wheel "
-        "build, loop-device filesystems, the browser); `make check` runs them, `pytest -m 'not slow'` does not")
+        "markers", "slow: in a file of LONGEST_FIRST (whole gates, faults under the target, a "
+        "wheel build, loop-device filesystems, the browser); `make check` runs them, "
+        "`pytest -m 'not slow'` does not")
 
 
 # The files that take most of the run (the real engines' and the simulator's end-to-end runs, the
