@@ -4,7 +4,7 @@ Not a pytest module (pytest collects test_*.py only). mutmut (pyproject.toml [to
 mutates every function of the decision modules in a copy under mutants/, runs only the tests
 that cover each function, and remembers what it did: a second run re-tests only the functions
 that changed. `--changed REF` limits the run to the decision modules changed since REF (git),
-minutes instead of the full run's quarter hour on 2 cores.
+minutes instead of the full run's two to three hours on 2 cores.
 
 Then the report: per module, mutants killed and survived; every survivor must be killed by a
 test or named in tests/data/mutation/equivalent.toml with why it cannot change a verdict.

@@ -15,7 +15,7 @@ from gates.cli import main
 from gates.core.configuration import Decision, G3Limits
 from gates.core.verdicts import Cause, Effect
 from gates.engines import gain_bound, unexplained_gains
-from gates.engines.fairness import ArmStorage
+from gates.engines.fairness import ArmStorage, GainBound
 from gates.inference import Repetition, g3_measurements
 from gates.report import build_summary, write_summary
 from gates.report.summary import ACCEPT, NOT_READY
@@ -89,6 +89,65 @@ def test_without_a_measured_baseline_storage_nothing_explains_a_gain_above_the_b
     assert "the baseline's storage could not be measured: fio exited 1: O_DIRECT" in text, text
     [text] = [d.text for d in unexplained_gains([gain], G3Limits(), gain_bound({}, KV_BYTES))]
     assert "the arms' storage was not measured" in text, text
+
+
+IDEAL = ("the same KV-restore read in each; the ideal case: restore time = KV bytes / "
+         "bandwidth, nothing else in TTFT, no decode time")
+
+
+def test_each_bound_says_what_it_stands_on_word_for_word():
+    assert gain_bound(storage(0.5e9), KV_BYTES).basis == (
+        f"candidate 1 GB/s in /t/kv-candidate, baseline 0.5 GB/s in /t/kv-baseline, {IDEAL}")
+    assert gain_bound(storage(None, base_dir=""), KV_BYTES).basis == (
+        "the baseline arm names no kv_dir: it recomputes (or reads a tier kvgate cannot see), "
+        "and no read bandwidth bounds a gain over recompute (that needs the engine's prefill "
+        "rate, which G3 does not measure)")
+    unread = storage(0.5e9, cand_bps=None)
+    assert gain_bound(unread, KV_BYTES) == GainBound(
+        gain_pct=None, basis="the candidate's storage could not be measured: no reading")
+
+
+@pytest.mark.parametrize("arm", ["baseline", "candidate"])
+def test_one_arm_not_measured_is_no_bound(arm):
+    one = {k: v for k, v in storage(0.5e9).items() if k != arm}
+    assert gain_bound(one, KV_BYTES) == GainBound(
+        gain_pct=None, basis="the arms' storage was not measured")
+
+
+def test_an_arm_reading_says_where_and_what_it_read_or_why_not():
+    assert ArmStorage(arm="baseline").line() == "baseline: no kv_dir"
+    assert ArmStorage(arm="baseline", directory="/t/b", error="EIO").line() == (
+        "baseline in /t/b: not read (EIO)")
+    assert ArmStorage(arm="candidate", directory="/t/c", bytes_per_s=2e9).line() == (
+        "candidate 2 GB/s in /t/c")
+
+
+def test_a_gain_at_the_bound_is_explained_and_one_above_it_is_not():
+    [gain] = gains(20.0)
+    at = GainBound(gain_pct=gain.value, basis="b")
+    assert unexplained_gains([gain], G3Limits(), at) == []
+    above = GainBound(gain_pct=gain.value - 0.5, basis="b")
+    assert len(unexplained_gains([gain], G3Limits(), above)) == 1
+
+
+def test_every_level_is_judged_each_with_its_interval_or_none():
+    [gain] = gains(20.0)
+    in_band = gain.model_copy(update={"at": 4, "value": 35.0, "interval": (30.0, 40.0)})
+    no_value = gain.model_copy(update={"at": 2, "value": None})
+    explained = gain.model_copy(update={"at": 16, "value": 50.0, "interval": None})
+    bare = gain.model_copy(update={"at": 32, "interval": None})
+    bound = GainBound(gain_pct=60.0, basis="b")
+    found = unexplained_gains([no_value, in_band, explained, gain, bare], G3Limits(), bound)
+    assert [d.cause for d in found] == [Cause.GAIN_BEYOND_STORAGE] * 2
+    lo, hi = gain.interval
+    assert found[0].text.startswith(
+        f"gain beyond the arms' storage at concurrency 8: output throughput {gain.value:+.0f} % "
+        f"[{lo:+.0f}, {hi:+.0f} %] is above the claimed band"), found[0].text
+    assert found[1].text.startswith(
+        f"gain beyond the arms' storage at concurrency 32: output throughput {gain.value:+.0f} % "
+        "is above the claimed band"), found[1].text
+    assert "above the +60 % the KV model allows at most from the arms' measured storage (b)" \
+        in found[1].text
 
 
 def test_the_deviation_keeps_an_all_pass_chain_from_accept_until_a_signed_waiver(tmp_path, key):

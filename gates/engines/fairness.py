@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from ..core.configuration import G3Limits
 from ..core.statistics import above_claimed_band
 from ..core.verdicts import Cause, Deviation, Measurement
-from ..model import RestoreModel, fmt_rate, predict
+from ..model import fmt_rate, predict
 
 # How a deviation of this kind begins: words for people; its cause, Cause.GAIN_BEYOND_STORAGE
 # (blocking), is what classifies it.
@@ -70,7 +70,8 @@ def gain_bound(storage: Mapping[str, ArmStorage], kv_bytes: float) -> GainBound:
         if not arm.bytes_per_s:
             return GainBound(gain_pct=None, basis=f"the {what}'s storage could not be measured: "
                              f"{arm.error or 'no reading'}")
-    p = predict(kv_bytes, cand.bytes_per_s, RestoreModel(), baseline_bps=base.bytes_per_s)
+    # predict's default RestoreModel is the ideal case the bound needs.
+    p = predict(kv_bytes, cand.bytes_per_s, baseline_bps=base.bytes_per_s)
     return GainBound(gain_pct=100 * p.throughput_gain, basis=(
         f"{cand.line()}, {base.line()}, the same KV-restore read in each; the ideal case: "
         "restore time = KV bytes / bandwidth, nothing else in TTFT, no decode time"))
