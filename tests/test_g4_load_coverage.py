@@ -177,8 +177,8 @@ def test_a_rehearsals_undecided_drop_is_reported_naming_its_point_past_the_floor
     """12 windows of 20 s on a machine moving +-40 % between windows; throughput fell to about
     half after the first span. The floor's interval cannot decide at that noise: the rehearsal
     reports it, saying the point is past the floor, and never judges on the point alone (a
-    point past the limit is what a steady array's noise gives about one rehearsal in ten; a
-    verdict on it re-rolls from run to run, as the demo of 2026-12-06 did on a +10.02 % drift)."""
+    steady array's noise puts points past the limit too; a verdict on them re-rolls from run to
+    run, as 1 of the 6 fresh-clone demos of 2026-12-06 did on a +10.02 % drift)."""
     rates = [100, 140, 70, 120, 60, 50, 75, 40, 65, 45, 70, 50]
     plan = SoakPlan(run_id="r", duration=12 * 20.0, window=20.0)
     assert plan.shortened
