@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -27,8 +28,6 @@ def fresh_caches():
     mutmut forks each mutant's run from the process that ran the unmutated tests: a cache those
     filled (the sign test's spending ranks, a rule's exact tables) answered the mutant's calls
     with the unmutated results, and 55 mutants of spending._walk alone survived untested."""
-    import sys
-
     for name, module in list(sys.modules.items()):
         if not name.startswith("gates."):
             continue

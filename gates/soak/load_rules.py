@@ -115,12 +115,11 @@ def rehearsed(measured: Measurement, id: str) -> Measurement:
     keeps its PASS or FAIL, and the rehearsal mark keeps the record from any ACCEPT.
 
     The interval decides, never the point: a point past the limit whose interval is not (a
-    drift of +10.02 % in [-2.9, 24.6] %, the fresh-clone demo of 2026-12-06 on a steady
-    simulator, 1 of that day's 6 fresh-clone demos) is what the windows' noise gives a steady
-    array, and a verdict on it re-rolls from run to run (docs/measurements.md, "Same site, same
-    verdict?"). It is reported with its point named as past the limit. One capped by
-    windows not read stays MARGINAL or ERROR: that is what was not measured, not what minutes
-    cannot decide.
+    drift of +10.02 % in [-2.9, 24.6] %: 1 of the 6 fresh-clone demos of 2026-12-06 on a
+    steady simulator) is what the windows' noise gives a steady array, and a verdict on it
+    re-rolls from run to run (docs/measurements.md, "Same site, same verdict?"). It is reported
+    with its point named as past the limit. One capped by windows not read stays MARGINAL or
+    ERROR: that is what was not measured, not what minutes cannot decide.
     """
     if measured.outcome is not Outcome.MARGINAL:
         return measured
