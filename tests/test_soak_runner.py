@@ -304,13 +304,13 @@ def test_a_real_short_soak_against_the_simulator(tmp_path, store):
     assert SHORTENED in got["Effective soak duration"].note
     assert "1/6" in got["TTFT p50 drift"].note
     # A shortened soak: what its windows cannot decide is REPORTED; two windows per round are
-    # often undecided at the simulator's window noise. MARGINAL stays only for a TTFT that rose
-    # past the limit (gates/soak/load_rules.py rehearsed): on a busy machine the simulator's
-    # TTFT can rise that much with the load of other processes (CI once saw +22.9 %).
+    # often undecided at the simulator's window noise. MARGINAL stays only where the interval
+    # lies mostly past the limit (gates/soak/load_rules.py rehearsed): on a busy machine the
+    # simulator's TTFT can rise that much with the load of other processes (CI saw +22.9 %).
     drift = got["TTFT p50 drift"]
+    assert drift.coverage is not None and drift.coverage.read == drift.coverage.expected
     if drift.outcome is Outcome.MARGINAL:
-        assert drift.value > G4Limits().ttft_drift_max, drift
-        assert drift.coverage is not None and drift.coverage.read == drift.coverage.expected
+        assert drift.value - 10 > 10 - drift.interval[0], drift
         print(f"TTFT rose {drift.value:.3g} % over the soak (load average "
               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs): MARGINAL, as the rule says")
     else:
@@ -350,7 +350,14 @@ def test_a_simulator_that_slows_down_partway_fails_the_throughput_floor(tmp_path
     reference = re.fullmatch(r"the soak's first span \(windows #0-#(\d+)\)",
                              floor.limit.relative_to or "")
     assert reference and int(reference[1]) <= 7, floor.limit
-    assert floor.outcome is Outcome.FAIL and "window #8: " in "".join(floor.evidence), floor
+    # A drop of this size is never passed. Its spans' noise (one of them holds the step from
+    # fast to slow) can leave the interval reaching back over the floor on a busy machine: then
+    # MARGINAL, as an interval lying mostly past the floor stays in a rehearsal (load_rules).
+    assert floor.outcome in (Outcome.FAIL, Outcome.MARGINAL), floor
+    assert floor.value < 60 and "window #8: " in "".join(floor.evidence), floor
+    if floor.outcome is Outcome.MARGINAL:
+        print(f"floor {floor.value:.3g} % in {floor.interval} (load average "
+              f"{os.getloadavg()[0]:.2f}): MARGINAL, not FAIL")
     assert got["Soak request errors"].outcome is Outcome.PASS  # slow, not failing
 
 

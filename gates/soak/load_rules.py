@@ -98,6 +98,18 @@ def past_limit(measured: Measurement, id: str) -> str:
     return ""
 
 
+def mostly_worse(measured: Measurement, id: str) -> bool:
+    """The interval lies mostly past the limit on the worse side: the point is farther past the
+    limit than the interval reaches back over it (a 60 % drop in [10, 95] % against a 90 %
+    floor), not a point a hair past it (a +10.02 % drift in [-2.9, 24.6] % against 10 %)."""
+    limit, value, interval = measured.limit, measured.value, measured.interval
+    if limit is None or value is None or interval is None or not past_limit(measured, id):
+        return False
+    if id == "g4.throughput_floor":
+        return limit.lo - value > max(interval) - limit.lo
+    return value - limit.hi > limit.hi - min(interval)
+
+
 TREND_RULES = ("g4.throughput_floor", "g4.ttft_drift", "g4.window_spread", "g4.window_slope")
 REHEARSED = ("a shortened rehearsal judges only what its minutes can decide: this trend rule's "
              "interval crosses its limit, so it is reported, not judged (a decided PASS or FAIL "
@@ -114,16 +126,20 @@ def rehearsed(measured: Measurement, id: str) -> Measurement:
     end every rehearsal the same way. Only MARGINAL changes: a rehearsal that could decide
     keeps its PASS or FAIL, and the rehearsal mark keeps the record from any ACCEPT.
 
-    The interval decides, never the point: a point past the limit whose interval is not (a
-    drift of +10.02 % in [-2.9, 24.6] %: 1 of the 6 fresh-clone demos of 2026-12-06 on a
-    steady simulator) is what the windows' noise gives a steady array, and a verdict on it
-    re-rolls from run to run (docs/measurements.md, "Same site, same verdict?"). It is reported
-    with its point named as past the limit. One capped by windows not read stays MARGINAL or
-    ERROR: that is what was not measured, not what minutes cannot decide.
+    Two MARGINALs stay MARGINAL. One whose interval lies mostly past the limit on the worse
+    side (`mostly_worse`: a throughput down 60 % whose wide interval still reaches the floor):
+    REPORTED prints as a rehearsal's PASS, and a drop that large is no pass. A point merely past
+    the limit is not enough (a drift of +10.02 % in [-2.9, 24.6] %: 1 of the 6 fresh-clone demos
+    of 2026-12-06 on a steady simulator): the windows' noise gives a steady array such points,
+    and a verdict on them re-rolls from run to run (docs/measurements.md, "Same site, same
+    verdict?"); it is reported, its point named as past the limit. And one capped by windows
+    not read: that is what was not measured, not what minutes cannot decide.
     """
     if measured.outcome is not Outcome.MARGINAL:
         return measured
     if measured.coverage is not None and not measured.coverage.complete:
+        return measured
+    if mostly_worse(measured, id):
         return measured
     note = "; ".join(t for t in (REHEARSED, past_limit(measured, id), measured.note) if t)
     return measured.model_copy(update={"outcome": Outcome.REPORTED, "note": note})
