@@ -85,17 +85,24 @@ def duration(windows: list[WindowRecord], plan: SoakPlan) -> Measurement:
     return cov.judge(measured, LOAD_COVERAGE_MIN)
 
 
-def past_limit(measured: Measurement, id: str) -> str:
-    """Where the point itself sits past the limit on the worse side, words saying so ("" else):
-    a span's throughput under the floor, or a TTFT that rose by more than the drift allows."""
+def _past(measured: Measurement, id: str) -> bool:
+    """The point sits past the limit on the worse side: a span's throughput under the floor,
+    or a TTFT that rose by more than the drift allows."""
     limit, value = measured.limit, measured.value
     if limit is None or value is None:
+        return False
+    if id == "g4.throughput_floor":
+        return limit.lo is not None and value < limit.lo
+    return id == "g4.ttft_drift" and limit.hi is not None and value > limit.hi
+
+
+def past_limit(measured: Measurement, id: str) -> str:
+    """Words saying the point is past the limit on the worse side ("" where it is not)."""
+    if not _past(measured, id):
         return ""
-    if (id == "g4.throughput_floor" and limit.lo is not None and value < limit.lo) or (
-            id == "g4.ttft_drift" and limit.hi is not None and value > limit.hi):
-        return (f"its point ({value:.3g} {limit.unit}) is past the limit ({limit}) but "
-                "its interval is not: too few windows to tell that from noise")
-    return ""
+    return (f"its point ({measured.value:.3g} {measured.limit.unit}) is past the limit "
+            f"({measured.limit}) but its interval is not: too few windows to tell that from "
+            "noise")
 
 
 def mostly_worse(measured: Measurement, id: str) -> bool:
@@ -103,7 +110,7 @@ def mostly_worse(measured: Measurement, id: str) -> bool:
     limit than the interval reaches back over it (a 60 % drop in [10, 95] % against a 90 %
     floor), not a point a hair past it (a +10.02 % drift in [-2.9, 24.6] % against 10 %)."""
     limit, value, interval = measured.limit, measured.value, measured.interval
-    if limit is None or value is None or interval is None or not past_limit(measured, id):
+    if interval is None or not _past(measured, id):
         return False
     if id == "g4.throughput_floor":
         return limit.lo - value > max(interval) - limit.lo
