@@ -6,8 +6,10 @@ import json
 
 from conftest import REPO
 
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Limit, Outcome
 from gates.inference import Repetition, correctness
+from gates.inference.correctness import kv_read_back
+from gates.inference.kv_files import KvReadBack
 
 RECORDED = json.loads((REPO / "tests/data/vllm/correctness-probes.json").read_text())
 TOKENS, GAP_MAX, TIE_MAX, SHARE = 16, 0.1, 0.02, 25.0  # thresholds.toml [g3] as shipped
@@ -103,3 +105,86 @@ def test_the_rule_is_said_even_when_nothing_diverged():
         "every earlier token's logprobs agree within 0.1 nats" in m.note
     assert "0.02 nats" in m.note and "near-tie, numerics" not in m.note
     assert "no tie excused; ties excuse at most 25 % of the probed contexts (4 of 17)" in m.note
+
+
+def test_a_context_not_compared_is_named_with_why_and_caps_the_run():
+    """recompute's recorded outputs as the candidate's too, but for one context the recompute
+    arm's probe lacks, one neither arm got ids for and one the candidate sent logprobs but no
+    ids for: none compared, each named with its reason, and a clean rest is not a PASS."""
+    cand = json.loads(json.dumps(RECORDED["recompute"]))  # the same outputs where compared
+    rec = json.loads(json.dumps(RECORDED["recompute"]))
+    del rec["probe-ctx-0002"]
+    cand["probe-ctx-0004"]["ids"] = rec["probe-ctx-0004"]["ids"] = []
+    candidate = arm("candidate", cand)
+    del candidate.outputs["probe-ctx-0006"]  # its logprobs stay: a record without its ids
+    m = correctness(candidate, arm("recompute", rec), TOKENS, GAP_MAX, TIE_MAX, SHARE)
+    assert m.outcome is Outcome.ERROR and m.value == 0, m.note
+    assert m.coverage.missing == ["probe-ctx-0002 the recompute arm's probe has no such request",
+                                  "probe-ctx-0004 neither arm returned output token ids",
+                                  "probe-ctx-0006 the candidate's probe has no such request"]
+    assert m.note.startswith("contexts read 14 of 17 (82%); not read: probe-ctx-0002 ")
+    assert "; no mismatch: 14 of 14 probed contexts matched token for token" in m.note
+
+
+def test_a_recompute_arm_without_logprobs_excuses_no_flip():
+    """recompute sent ids but no logprobs: whether the tokens before a flip agreed cannot be
+    read, so no flip is a near-tie, whatever its top-k; and no logprob gap is said."""
+    rec = arm("recompute", RECORDED["recompute"], _ties_shown()).model_copy(
+        update={"logprobs": {}})
+    m = correctness(arm("candidate", RECORDED["candidate"]), rec, TOKENS, GAP_MAX, TIE_MAX, SHARE)
+    assert m.outcome is Outcome.FAIL and m.value == 4, m.note
+    for rid, at in FLIPS.items():
+        assert f"{rid}: first differs at output token {at}: " in m.note
+        assert f" (no logprobs for the {at} tokens before it)" in m.note
+    assert "logprob gap" not in m.note
+
+
+# G3's other correctness measurement, beside the outputs: the KV files as stored against as
+# read back after the probe (gates.inference.correctness.kv_read_back).
+FILES_LIMIT = Limit.at_most(0, "files")
+
+
+def _read_back(*checks: KvReadBack | None) -> list[Repetition]:
+    return [arm("candidate", {}).model_copy(update={"kv_read_back": x}) for x in checks]
+
+
+def test_one_changed_kv_file_fails_and_is_named():
+    m = kv_read_back(4, _read_back(KvReadBack(files=3, bytes=50_000, changed=["a/1"]),
+                                   KvReadBack(files=2, bytes=0)))
+    assert m.outcome is Outcome.FAIL and m.value == 1, m.note
+    assert (m.limit, m.unit, m.at) == (FILES_LIMIT, "files", 4)
+    assert m.note == ("1 of 5 KV files changed between store and restore (a/1): the storage gave "
+                      "back other bytes than it was given; 5 KV files (0.1 MB) over 2 "
+                      "repetitions hashed (SHA-256) once the seed's writes had settled and again "
+                      "after the probe")
+    # Of several, the first is named.
+    m = kv_read_back(4, _read_back(KvReadBack(files=3, bytes=1, changed=["a/1", "a/2"])))
+    assert m.value == 2 and "2 of 3 KV files changed between store and restore (a/1)" in m.note
+
+
+def test_kv_files_read_back_as_stored_pass_and_say_what_was_compared():
+    m = kv_read_back(2, _read_back(KvReadBack(files=3, bytes=2_500_000)))
+    assert m.outcome is Outcome.PASS and m.value == 0, m.note
+    assert (m.limit, m.unit, m.at) == (FILES_LIMIT, "files", 2)
+    assert m.note == ("3 KV files (2.5 MB) over 1 repetitions hashed (SHA-256) once the seed's "
+                      "writes had settled and again after the probe")
+    # A file the engine removed in between is counted, not compared: no PASS.
+    m = kv_read_back(2, _read_back(KvReadBack(files=3, bytes=2_500_000, vanished=1)))
+    assert m.outcome is Outcome.ERROR, m.note
+    assert m.note.endswith("again after the probe; 1 removed by the engine in between, not "
+                           "compared"), m.note
+
+
+def test_kv_files_not_read_back_are_said_and_never_pass():
+    m = kv_read_back(2, _read_back(None, None))
+    assert m.outcome is Outcome.NOT_APPLICABLE
+    assert m.note == "the candidate has no KV directory kvgate can read: its files cannot be " \
+        "read back"
+    m = kv_read_back(2, _read_back(KvReadBack(files=3, bytes=1), None))
+    assert m.outcome is Outcome.ERROR and (m.limit, m.unit, m.at) == (FILES_LIMIT, "files", 2)
+    assert m.note == "1 of 2 repetitions read no KV file back"
+    m = kv_read_back(2, _read_back(KvReadBack(vanished=3), KvReadBack()))
+    assert m.outcome is Outcome.ERROR and (m.limit, m.unit, m.at) == (FILES_LIMIT, "files", 2)
+    assert m.note == ("no KV file was left to read back after the probes (the engine wrote "
+                      "none, or removed all 3): nothing shows the restored bytes were the stored "
+                      "ones")

@@ -7,8 +7,10 @@ its runner-up). No top-k, no excuse; and ties may excuse at most a declared shar
 """
 
 from gates.core.configuration import G3Limits
-from gates.core.verdicts import Outcome
+from gates.core.verdicts import Limit, Outcome
 from gates.inference import Repetition, correctness
+from gates.inference.correctness import divergence
+from gates.inference.near_tie import near_tie
 
 TOKENS, GAP_MAX, TIE_MAX, SHARE = 16, 0.1, 0.02, 25.0  # thresholds.toml [g3] as shipped
 
@@ -88,6 +90,7 @@ def test_a_measured_near_tie_is_numerics_and_reported():
     contexts["probe-ctx-0000"] = _tie(0)
     m = _judge(*_arms(contexts))
     assert m.outcome is Outcome.PASS and m.value == 0, m.note
+    assert (m.at, m.limit, m.unit) == (TOKENS, Limit.at_most(0, "contexts"), "contexts")
     assert "3 of 4 probed contexts matched token for token" in m.note
     assert "1 diverged at a near-tie, numerics and not a mismatch: probe-ctx-0000: first " \
         "differs at output token 8: 9000 vs 8" in m.note
@@ -138,6 +141,9 @@ def test_more_ties_than_the_bound_is_not_a_pass():
     assert m.outcome is Outcome.ERROR, m.note
     assert m.note.startswith("INCONCLUSIVE: 3 of 8 probed contexts diverged at a near-tie, "
                              "more than the 2 (25 %) a tie may excuse"), m.note
+    # Still the declared measurement at its token count, against its limit.
+    assert (m.at, m.limit, m.unit) == (TOKENS, Limit.at_most(0, "contexts"), "contexts")
+    assert m.name == "Outputs differing from recompute (first 16 tokens, concurrency 1)"
     # Two of eight are within it.
     contexts["probe-ctx-0002"] = _context(2)
     assert _judge(*_arms(contexts)).outcome is Outcome.PASS
@@ -146,7 +152,9 @@ def test_more_ties_than_the_bound_is_not_a_pass():
     contexts["probe-ctx-0007"] = _context(7, 0)
     m = _judge(*_arms(contexts))
     assert m.outcome is Outcome.FAIL and m.value == 1, m.note
-    assert "3 diverged at a near-tie" in m.note and "more than the 2" in m.note
+    assert "3 diverged at a near-tie" in m.note
+    assert m.note.endswith("; any other divergence is a mismatch); more than the 2 (25 %) a "
+                           "tie may excuse: these are not excused either"), m.note
 
 
 def test_every_context_tied_never_passes():
@@ -164,3 +172,172 @@ def test_without_the_bound_no_tie_is_excused():
 
 def test_the_bound_is_a_declared_threshold():
     assert G3Limits().correctness_tie_share_max == SHARE
+
+
+# Tolerances a float holds exactly (binary fractions), so a difference can sit ON the bound.
+EXACT_GAP, EXACT_TIE = 0.25, 0.125
+
+
+def _others(contexts, start=1, end=4):
+    return {**contexts, **{f"probe-ctx-{k:04d}": _context(k) for k in range(start, end)}}
+
+
+def test_a_tie_exactly_at_the_tolerance_is_excused():
+    """'Within tie_max' includes tie_max: recompute's top-1 and top-2 exactly that far apart."""
+    tie = _context(0, 8, top_r=[(8, -7.0), (9000, -7.0 - EXACT_TIE)],
+                   top_c=[(9000, -7.0), (8, -7.5)])
+    m = correctness(*_arms(_others({"probe-ctx-0000": tie})), TOKENS, GAP_MAX, EXACT_TIE, SHARE)
+    assert m.outcome is Outcome.PASS and m.value == 0, m.note
+    assert "recompute's top-1 and top-2 0.1250 nats apart (<= 0.125)" in m.note
+
+
+def test_a_logprob_exactly_at_the_gap_bound_is_agreement():
+    """gap_max is how far two logprobs may lie apart and still agree: exactly that far is
+    neither a divergence of equal ids nor drift that keeps a later tie from being measured."""
+    tie = _tie(0)
+    tie["lps"][3], tie["lps_c"][3] = -7.0, -7.0 - EXACT_GAP
+    same = _context(1)
+    same["lps"][5], same["lps_c"][5] = -7.0, -7.0 - EXACT_GAP
+    contexts = _others({"probe-ctx-0000": tie, "probe-ctx-0001": same}, start=2)
+    m = correctness(*_arms(contexts), TOKENS, EXACT_GAP, TIE_MAX, SHARE)
+    assert m.outcome is Outcome.PASS and m.value == 0, m.note
+    assert "3 of 4 probed contexts matched token for token" in m.note
+    assert "1 diverged at a near-tie" in m.note
+
+
+def test_equal_ids_with_a_logprob_gap_are_a_mismatch_never_a_tie():
+    """The same greedy ids whose logprobs moved: not a near-tie (no token flipped), said as the
+    gap alone, with no near-tie reason attached."""
+    moved = _context(0)
+    moved["lps_c"][5] -= 0.3
+    m = _judge(*_arms(_others({"probe-ctx-0000": moved})))
+    assert m.outcome is Outcome.FAIL and m.value == 1, m.note
+    assert m.note.startswith("probe-ctx-0000: first differs at output token 5: 5 vs 5, logprob "
+                             "gap 0.3000: the restored KV is not the KV that was stored (the "
+                             "rule: "), m.note
+
+
+def test_without_the_tolerances_a_divergence_is_said_with_no_tie_reason():
+    m = correctness(*_arms(_others({"probe-ctx-0000": _tie(0)})), TOKENS)
+    assert m.outcome is Outcome.FAIL and m.value == 1, m.note
+    assert m.note == ("probe-ctx-0000: first differs at output token 8: 9000 vs 8, logprob gap "
+                      "0.0500: the restored KV is not the KV that was stored")
+
+
+def test_each_mismatch_is_named_and_why_no_tie_excuses_it():
+    """Every reason a divergence is not a near-tie, in the words the note gives, and the
+    mismatches joined in one sentence."""
+    lp = -7.008
+    drift = _tie(1)
+    drift["lps_c"][3] -= 0.3
+    # A top-3 sent: the note shows the top-2 the rule reads.
+    wide = _context(2, 8, top_r=[(2008, lp), (9002, lp - 0.03), (77, lp - 0.04)],
+                    top_c=[(9002, lp), (2008, lp - 0.4), (78, lp - 0.5)])
+    contexts = {"probe-ctx-0000": _tie(0, at=0), "probe-ctx-0001": drift,
+                "probe-ctx-0002": wide, "probe-ctx-0003": _context(3)}
+    m = _judge(*_arms(contexts))
+    assert m.outcome is Outcome.FAIL and m.value == 3, m.note
+    assert m.note.startswith(
+        "probe-ctx-0000: first differs at output token 0: 9000 vs 0, logprob gap 0.0500 (at "
+        "the first output token, which no near-tie excuses); "
+        "probe-ctx-0001: first differs at output token 8: 9001 vs 1008, logprob gap 0.0500 "
+        "(a logprob before it moved 0.3000 nats (more than 0.1): not the KV that was stored)"
+        "; probe-ctx-0002: first differs at output token 8: 9002 vs 2008, logprob gap 0.0000 "
+        "(neither arm's "
+        "top-2 is a near-tie between the two choices (recompute's top-2 at output token 8: "
+        "2008 -7.0080, 9002 -7.0380; the candidate's top-2 at output token 8: 9002 -7.0080, "
+        "2008 -7.4080)): the restored KV is not the KV that was stored (the rule: "), m.note
+    assert m.note.endswith("; any other divergence is a mismatch)"), m.note  # the rule closed
+
+
+def test_a_top_k_that_stops_before_the_divergence_measures_no_tie():
+    """An engine whose top-k list ends at the token before the first difference sent none
+    there: nothing is excused."""
+    tie = _tie(0)
+    tie["top_r"], tie["top_c"] = tie["top_r"][:8], tie["top_c"][:8]
+    m = _judge(*_arms(_others({"probe-ctx-0000": tie})))
+    assert m.outcome is Outcome.FAIL and m.value == 1, m.note
+    assert "(no top-k logprobs at output token 8: a tie cannot be measured)" in m.note
+
+
+def test_a_context_one_arm_never_asked_has_no_divergence_and_no_tie():
+    """Read directly: the rules' inputs for a request an arm's probe lacks."""
+    cand, rec = _arms({"probe-ctx-0000": _context(0)})
+    absent = _arm("none", {})
+    assert near_tie("probe-ctx-0000", absent, rec, TOKENS, GAP_MAX, TIE_MAX) == (False, "")
+    assert near_tie("probe-ctx-0000", cand, absent, TOKENS, GAP_MAX, TIE_MAX) == (False, "")
+    assert divergence("probe-ctx-0000", absent, rec, TOKENS) == \
+        "probe-ctx-0000: no output token ids (the server did not return them)"
+    assert divergence("probe-ctx-0000", cand, absent, TOKENS) == \
+        "probe-ctx-0000: first differs at output token 0: 0 vs end"
+
+
+def test_every_tie_is_named_in_the_note():
+    contexts = {f"probe-ctx-{k:04d}": _tie(k) if k < 2 else _context(k) for k in range(8)}
+    m = _judge(*_arms(contexts))
+    assert m.outcome is Outcome.PASS, m.note
+    why = "recompute's top-1 and top-2 0.0078 nats apart (<= 0.02), the candidate chose the " \
+        "runner-up"
+    assert (f"2 diverged at a near-tie, numerics and not a mismatch: probe-ctx-0000: first "
+            f"differs at output token 8: 9000 vs 8, logprob gap 0.0500: {why}; probe-ctx-0001: "
+            f"first differs at output token 8: 9001 vs 1008, logprob gap 0.0500: {why} (ties "
+            f"may excuse at most 2 of 8 contexts (25 %))") in m.note, m.note
+
+
+def _ended(k, at, arm):
+    """Context k with one arm's stream (and its logprobs and top-k) ended after ``at`` tokens,
+    the ids before equal."""
+    c = _context(k)
+    keys = ("other", "lps_c", "top_c") if arm == "candidate" else ("ids", "lps", "top_r")
+    for key in keys:
+        c[key] = c[key][:at]
+    return c
+
+
+def test_a_stream_that_ended_early_is_a_mismatch_never_a_tie():
+    """Fewer tokens than the other arm, all equal so far: the outputs differ where one ended,
+    said as 'end', with no logprob gap (there is none to take) and no near-tie reason."""
+    for arm, said in (("candidate", "end vs 10"), ("recompute", "10 vs end")):
+        contexts = _others({"probe-ctx-0000": _ended(0, 10, arm)})
+        m = _judge(*_arms(contexts))
+        assert m.outcome is Outcome.FAIL and m.value == 1, (arm, m.note)
+        assert m.note.startswith(f"probe-ctx-0000: first differs at output token 10: {said}: "
+                                 "the restored KV is not the KV that was stored (the rule: "), \
+            m.note
+
+
+def test_the_largest_logprob_gap_is_said_over_every_context_and_only_the_first_tokens():
+    """The note's largest gap: across all contexts (not the last one's), over the compared
+    tokens only, and with the bound where one is set."""
+    long = {f"probe-ctx-{k:04d}": _context(k) for k in range(2)}
+    for c in long.values():  # 20 tokens sent, 16 compared: a gap past them is not judged
+        c["ids"] = c["other"] = c["ids"] + [7, 7, 7, 7]
+        c["lps"], c["lps_c"] = c["lps"] + [-7.0] * 4, c["lps_c"] + [-7.0, -7.0, -9.0, -7.0]
+    long["probe-ctx-0000"]["lps_c"][2] -= 0.05
+    long["probe-ctx-0001"]["lps_c"][2] -= 0.01
+    cand, rec = _arms(long, with_top=False)
+    head = "no mismatch: 2 of 2 probed contexts matched token for token; largest logprob gap " \
+        "0.0500 over the first 16 tokens, up to a divergence"
+    assert correctness(cand, rec, TOKENS).note == head
+    assert correctness(cand, rec, TOKENS, GAP_MAX).note == head + " (at most 0.1)"
+    # Without logprobs nothing is said of them.
+    bare = _arm("candidate", cand.outputs), _arm("recompute", rec.outputs)
+    assert correctness(*bare, TOKENS).note == \
+        "no mismatch: 2 of 2 probed contexts matched token for token"
+
+
+def test_only_the_first_tokens_decide_where_a_divergence_starts():
+    """Ids that differ only past the compared tokens do not make a logprob gap within them a
+    near-tie candidate: it is the gap alone."""
+    moved = _context(0)
+    moved["ids"] = moved["ids"] + [7, 7]
+    moved["other"] = moved["other"] + [7, 8]
+    moved["lps"], moved["lps_c"] = moved["lps"] + [-7.0] * 2, moved["lps_c"] + [-7.0] * 2
+    moved["top_r"] = moved["top_r"] + [[(7, -7.0), (8, -7.001)]] * 2
+    moved["top_c"] = moved["top_c"] + [[(8, -7.0), (7, -7.001)]] * 2
+    moved["lps_c"][3] -= 0.3
+    m = _judge(*_arms(_others({"probe-ctx-0000": moved})))
+    assert m.outcome is Outcome.FAIL and m.value == 1, m.note
+    assert m.note.startswith("probe-ctx-0000: first differs at output token 3: 3 vs 3, logprob "
+                             "gap 0.3000: the restored KV is not the KV that was stored (the "
+                             "rule: "), m.note
