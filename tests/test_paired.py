@@ -23,7 +23,7 @@ from gates.core.statistics.paired import (
     to_log,
     to_percent,
 )
-from gates.core.statistics.spending import _extend
+from gates.core.statistics.spending import _extend, cut_short, spending_ranks, spent_risk
 from gates.core.verdicts import Limit
 from gates.engines import abba_pair
 from gates.inference import Repetition, level_looks, look_plan
@@ -84,6 +84,11 @@ def test_sign_interval_hand_computed():
     # 20 pairs at 95 %: k = 6 (P(X <= 5) = 0.0207 <= 0.025, P(X <= 6) = 0.0577 > 0.025).
     d20 = [i / 10 for i in range(20)]
     assert sign_interval(d20, 0.95)[1:] == (0.5, 1.4)
+
+
+def test_an_interval_of_no_pairs_is_refused_by_name():
+    with pytest.raises(ValueError, match="^an interval needs at least one pair$"):
+        sign_interval([], 0.95)
 
 
 def test_too_few_pairs_give_an_unbounded_interval():
@@ -268,6 +273,32 @@ def test_a_plan_cut_short_keeps_its_ranks_and_spends_what_is_left_on_its_last_lo
             LookPlan(looks=looks, alpha=0.025, planned=planned)
 
 
+def test_a_cut_is_refused_at_a_look_of_the_plan_naming_where():
+    # A cut at one of the plan's own looks is no cut: that look is made as planned.
+    plan = look_plan(G3Limits(), Decision())  # the shipped (7, 14, 84)
+    with pytest.raises(ValueError, match=r"a plan at \[7, 14, 84\] pairs cut short after 1 "
+                                         r"looks cannot make its last look at 14 pairs"):
+        plan.cut_short(14)
+    with pytest.raises(ValueError, match=r"^a plan at \[7, 14, 84\] pairs cut short after 1 "
+                                         r"looks cannot make its last look at 7 pairs$"):
+        cut_short((7, 14, 84), 0.025, 1, 7)
+    assert cut_short((7, 14, 84), 0.025, 1, 8)[0] == plan.ranks[0]  # the next pair: a cut
+
+
+def test_a_look_too_early_to_decide_gets_rank_0_and_spends_nothing():
+    # 3 pairs all one side happen 12.5 % of the time: over a 5 % share, so the look's
+    # interval stays unbounded (rank 0) and none of alpha is spent on it.
+    assert spending_ranks((3,), 0.05) == (0,) and spent_risk((3,), 0.05) == 0.0
+    # At 8 pairs every path is still counted: at most 1 of 8 below is 9/256 of them.
+    assert spending_ranks((3, 8), 0.05) == (0, 2) and spent_risk((3, 8), 0.05) == 9 / 256
+
+
+def test_a_look_may_spend_its_share_exactly():
+    # 3 pairs, alpha 1/8: all three beyond is exactly alpha, which "at most alpha" allows.
+    plan = LookPlan(looks=(3,), alpha=0.125)
+    assert plan.ranks == (1,) and plan.risk == 0.125
+
+
 def spent_risk_of(looks, ranks):
     """The exact count of sign sequences on which some look clears, for any ranks (a second
     count beside the module's, too many pairs here to enumerate every sequence)."""
@@ -345,6 +376,38 @@ def test_pairs_needed_is_what_the_observed_share_would_take():
     side = 0.025 / 3
     assert binomial_tail(n, n - math.ceil(5 / 7 * n)) <= side
     assert binomial_tail(n - 1, n - 1 - math.ceil(5 / 7 * (n - 1))) > side
+
+
+BEYOND, SHORT = to_log("reduction", 35.0), to_log("reduction", 20.0)
+
+
+def test_pairs_needed_has_no_number_without_pairs():
+    assert pairs_needed([], "reduction", REDUCTION, PLAN) is None
+
+
+def test_pairs_needed_never_answers_fewer_pairs_than_ran():
+    # 7 pairs all beyond would already decide (2^-7 <= 0.83 %): 20 ran, so 20, not 7.
+    assert pairs_needed([BEYOND] * 20, "reduction", REDUCTION, PLAN) == 20
+
+
+def test_pairs_needed_holds_an_upper_limit_as_it_holds_a_lower_one():
+    ceiling = Limit.at_most(10.0, "%")  # a gain of at most 10 %, seven pairs all at 20 %
+    assert pairs_needed([to_log("gain", 20.0)] * 7, "gain", ceiling, PLAN) == 7
+    assert pairs_needed([to_log("gain", 20.0)] * 6, "gain", ceiling, PLAN) == 7
+
+
+def test_pairs_needed_decides_where_the_tail_is_exactly_the_look_s_share():
+    plan = LookPlan(looks=(3,), alpha=0.125)  # one look, 1/8 a side
+    assert pairs_needed([BEYOND], "reduction", REDUCTION, plan) == 3  # 2^-3 is exactly 1/8
+
+
+def test_pairs_needed_counts_up_to_the_most_pairs_a_plan_may_have_and_no_further():
+    # 536 of 997 pairs beyond: at the plan's 0.83 % a side, first decided at 999 pairs.
+    d = [BEYOND] * 536 + [SHORT] * 461
+    assert pairs_needed(d, "reduction", REDUCTION, PLAN) == 999
+    # 530 of 986 beyond: 1,001 pairs would decide, more than any plan may have (MAX_PAIRS).
+    d = [BEYOND] * 530 + [SHORT] * 456
+    assert pairs_needed(d, "reduction", REDUCTION, PLAN) is None
 
 
 # ---- the rule's risk -----------------------------------------------------------------------

@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 
 from gates.core.configuration import CvPlan, G2Limits
 from gates.core.statistics import above_claimed_band, median, speedup
-from gates.core.statistics.stats import Comparison, cv_interval, cv_percent, decide
+from gates.core.statistics.stats import (
+    Comparison,
+    CvInterval,
+    _mckay,
+    cv_interval,
+    cv_percent,
+    decide,
+)
 from gates.core.verdicts import Limit, Outcome
 
 approx = pytest.approx
@@ -77,6 +84,16 @@ def test_the_bounds_hold_the_point_cv_between_them(values, miss):
 def test_a_cv_interval_needs_a_miss_rate_under_one_half():
     with pytest.raises(ValueError, match="between 0 and 0.5"):
         cv_interval([1.0, 2.0], 0.5)
+    # A bound that never misses is no bound either: refused by name, not left to the model.
+    with pytest.raises(ValueError, match=r"^a bound's miss rate must be between 0 and 0.5, "
+                                         r"not 0.0$"):
+        cv_interval([1.0, 2.0], 0.0)
+
+
+def test_the_mckay_bound_is_unbounded_where_its_denominator_vanishes():
+    # K = 0.5, n = 5, u = 0.5: ((u + 2)/n - 1) K^2 + u/(n - 1) = -0.125 + 0.125, exactly 0.
+    assert _mckay(0.5, 5, 0.5) == math.inf
+    assert _mckay(0.5, 5, 0.6) < math.inf  # just past it, a figure again
 
 
 # ---- G2's stability plan ---------------------------------------------------------------------
@@ -88,6 +105,19 @@ def test_a_cv_exactly_at_the_limit_over_three_repetitions_does_not_pass():
     iv = PLAN.interval([9.5, 10.0, 10.5])
     assert iv.point == approx(5.0) and iv.hi > 5.0
     assert PLAN.decided(iv) == "undecided"
+
+
+def _cv(lo, hi):
+    return CvInterval(point=(lo + hi) / 2, lo=lo, hi=hi, n=3, miss=0.01)
+
+
+def test_a_cv_bounded_at_the_limit_passes_and_one_bounded_from_it_is_undecided():
+    # cv_max is an "at most": an upper bound exactly on it is credibly within it; a lower
+    # bound exactly on it is not credibly over it.
+    assert PLAN.decided(_cv(2.0, 5.0)) == "pass"
+    assert PLAN.decided(_cv(2.0, 5.01)) == "undecided"
+    assert PLAN.decided(_cv(5.0, 9.0)) == "undecided"
+    assert PLAN.decided(_cv(5.01, 9.0)) == "fail"
 
 
 def test_the_plan_looks_after_every_repetition_up_to_its_budget():
@@ -130,7 +160,7 @@ def test_a_budget_below_the_first_look_is_refused():
 def test_median_interpolates():
     assert median([3, 1, 2]) == 2
     assert median([4, 1, 3, 2]) == 2.5
-    with pytest.raises(ValueError, match="no values"):
+    with pytest.raises(ValueError, match="^cannot take the median of no values$"):
         median([])
 
 

@@ -83,6 +83,16 @@ def test_interval_crossing_a_bound_is_marginal():
     assert two_sided.judge(30, interval=(-20, 40)) is M and two_sided.judge(30, (20, 40)) is F
 
 
+def test_an_interval_ending_on_an_exclusive_bound_lies_wholly_beyond_it():
+    # x > 10: an interval up to 10 itself has no value inside, so it is FAIL, not MARGINAL.
+    above = Limit.at_least(10, lo_inclusive=False)
+    assert above.judge(9, interval=(8, 10)) is F
+    assert above.judge(9, interval=(8, 10.5)) is M
+    below = Limit.at_most(10, hi_inclusive=False)
+    assert below.judge(11, interval=(10, 12)) is F
+    assert below.judge(11, interval=(9.5, 12)) is M
+
+
 def test_nan_fails():
     assert Limit.at_least(0).judge(math.nan) is F
     assert Limit.at_most(10).judge(math.nan) is F
@@ -138,6 +148,19 @@ def test_error_blocked_not_applicable():
     assert Measurement.blocked("ttft", "x", limit).unit == "GB/s"
     na = Measurement.not_applicable("rdma", "transport is tcp")
     assert (na.outcome, na.note, na.margin) == (NA, "transport is tcp", None)
+
+
+def test_an_error_keeps_the_limit_it_could_not_be_judged_against():
+    limit = Limit.at_most(500, "µs")
+    err = Measurement.error("p99 latency", "no samples", limit)
+    assert (err.limit, err.unit) == (limit, "µs")
+    assert Measurement.error("p99 latency", "no samples").unit == ""
+
+
+def test_a_limit_made_by_at_most_or_at_least_keeps_its_unit():
+    assert Limit.at_most(500, "µs").unit == "µs" and Limit.at_most(500).unit == ""
+    assert str(Limit.at_most(500)) == "x <= 500"
+    assert Limit.at_least(5, "GB/s").unit == "GB/s" and Limit.at_least(5).unit == ""
 
 
 # ---- gate_verdict: properties ----------------------------------------------------------
