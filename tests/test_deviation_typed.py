@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 
 from gates.cli import main, record_schema
 from gates.core.verdicts import Cause, Deviation, Effect, GateRecord
+from gates.core.verdicts.deviation import CAUSES, causes_table
 from gates.options import RunOptions
 from gates.report import build_summary, write_summary
 from gates.report.record_check import EXTRA_KEYS, record_digest
@@ -166,3 +167,21 @@ def test_a_typed_deviation_is_waived_by_its_whole_text_and_the_waiver_verifies(t
     assert after["recommendation"]["status"] == ACCEPT
     assert after["deviations"][0]["waiver"]["waiver"]["deviation"] == text
     assert verify(out / "r1")[1] == []
+
+
+def test_the_table_of_causes_is_one_row_per_cause_with_its_effect_in_words():
+    lines = causes_table().split("\n")
+    assert lines[:2] == ["| cause | effect on ACCEPT | what it is |", "|---|---|---|"]
+    assert lines[2] == ("| `simulated engine` | **rehearsal**: never ACCEPT, cannot be waived | "
+                        "the arms ran kvgate's simulator, not a real engine |")
+    assert ("| `no pre-flight prediction` | **note**: does not block | G1 could not predict "
+            "G3's gain for the sized model |") in lines
+    assert lines[-2:] == ["| `other` | **blocking**: until re-run or waived | any other "
+                          "finding that can change what a verdict means |", ""]
+    assert len(lines) == 2 + len(CAUSES) + 1  # the table ends with its line's end
+
+
+def test_a_bar_in_a_cause_s_words_does_not_split_its_table_cell(monkeypatch):
+    monkeypatch.setitem(CAUSES, Cause.OTHER, (Effect.BLOCKING, "read | written"))
+    assert causes_table().split("\n")[-2] == ("| `other` | **blocking**: until re-run or "
+                                              "waived | read / written |")
