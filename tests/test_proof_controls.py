@@ -23,7 +23,7 @@ LARGER = "larger than memory, or the bytes provably read from the devices"
 def test_a_rate_within_the_slower_bound_and_its_slack_agrees():
     row = restore_physics(10 * GB, 4.0, restore_bw=2.4 * GB, link_bw=12.5 * GB)
     assert row.kind is Kind.PHYSICS and row.signal == PHYSICS
-    assert row.value == pytest.approx(2.5) and row.unit == "GB/s"
+    assert row.value == 2.5 and row.unit == "GB/s"  # GB of 10^9 bytes, exactly
     assert row.agreement is Agreement.AGREES and row.note == ""
     assert row.expected == "≤ 2.64 GB/s (G1 KV-restore bandwidth 2.4 GB/s + 10%)"
 
@@ -34,6 +34,15 @@ def test_the_link_bounds_the_rate_where_it_is_the_slower():
     assert row.agreement is Agreement.AGREES
 
 
+@pytest.mark.parametrize(("restore", "link", "expected"), [
+    (1.25 * GB, None, "≤ 1.38 GB/s (G1 KV-restore bandwidth 1.25 GB/s + 10%)"),
+    (None, 2.375 * GB, "≤ 2.61 GB/s (link 2.38 GB/s + 10%)")])
+def test_the_bounds_are_shown_in_gb_per_second_to_three_figures(restore, link, expected):
+    # 1.25 GB/s + 10 % (1.375) and 2.375 GB/s sit on the rounding edge: divided by exactly
+    # 10^9 they round up, by any divisor a hair larger they would round down.
+    assert restore_physics(GB, 1.0, restore_bw=restore, link_bw=link).expected == expected
+
+
 @pytest.mark.parametrize(("rate", "said"), [(2.64, Agreement.AGREES),
                                             (2.6401, Agreement.DISAGREES)])
 def test_the_slack_is_ten_percent_and_its_edge_still_agrees(rate, said):
@@ -42,7 +51,7 @@ def test_the_slack_is_ten_percent_and_its_edge_still_agrees(rate, said):
 
 def test_a_rate_above_what_the_storage_delivers_disagrees_and_says_where_it_came_from():
     row = restore_physics(114 * GB, 2.0, restore_bw=8.12 * GB, link_bw=None)
-    assert row.agreement is Agreement.DISAGREES and row.value == pytest.approx(57.0)
+    assert row.agreement is Agreement.DISAGREES and row.value == 57.0
     assert row.note == ("faster than the storage can deliver: the KV came from somewhere else "
                         "(memory, another tier)")
     assert row.expected == "≤ 8.93 GB/s (G1 KV-restore bandwidth 8.12 GB/s + 10%)"
@@ -51,7 +60,7 @@ def test_a_rate_above_what_the_storage_delivers_disagrees_and_says_where_it_came
 @pytest.mark.parametrize(("restore", "link"), [(None, None), (0.0, None), (None, 0.0)])
 def test_no_bound_to_hold_it_against_shows_the_rate_and_judges_nothing(restore, link):
     row = restore_physics(5 * GB, 2.0, restore_bw=restore, link_bw=link)
-    assert row.value == pytest.approx(2.5) and row.unit == "GB/s"
+    assert row.value == 2.5 and row.unit == "GB/s"
     assert row.agreement is Agreement.ABSENT and row.expected == ""
     assert row.note == "no G1 KV-restore bandwidth or link ceiling to hold it against"
 
@@ -87,6 +96,7 @@ def test_a_cpu_tier_one_byte_short_of_the_working_set_does_not_void_it():
     row = working_set(GiB, memory_bytes=GiB // 2, cpu_tier_bytes=GiB - 1, page_cache=None,
                       devices_agree=False)
     assert not row.voids_probe and row.rules_out_memory
+    assert row.kind is Kind.CONTROL and row.value == GiB and row.unit == "bytes"
     assert row.agreement is Agreement.AGREES and row.expected == LARGER
     assert row.note == "more than the host's 512 MiB of memory"
 
@@ -139,6 +149,7 @@ def test_no_drop_and_no_devices_with_memory_unknown_judges_nothing():
                       devices_agree=False)
     assert row.agreement is Agreement.ABSENT and not row.rules_out_memory
     assert row.expected == LARGER and row.note == "the host's memory is not known"
+    assert row.kind is Kind.CONTROL and row.value == GiB and row.unit == "bytes"
     unverified = working_set(GiB, memory_bytes=None, cpu_tier_bytes=None,
                              page_cache=dropped(verified=False), devices_agree=False)
     assert unverified.note.startswith("the host's memory is not known; the page-cache drop "
