@@ -203,3 +203,54 @@ def test_an_engine_count_that_is_not_a_count_is_an_error_never_a_disagreement():
         rows = [s for s in chain if s.agreement is Agreement.ERROR]
         assert rows and "not a count" in rows[0].note, [s.line() for s in chain]
         assert judge_chain(chain).outcome is Outcome.ERROR
+
+
+def test_a_row_reads_as_one_line_with_its_value_expectation_and_notes():
+    row = Signal(kind=Kind.ENGINE, signal="hits", value=8192, unit="tokens",
+                 expected="≥ 7,373 tokens", agreement=Agreement.AGREES,
+                 caveat="tier-blind", note="rank 0")
+    assert row.line() == "hits = 8,192 tokens, expected ≥ 7,373 tokens: agrees (tier-blind; rank 0)"
+    bare = Signal(kind=Kind.STORAGE, signal="block devices")
+    assert bare.line() == "block devices = —, expected —: not exposed"
+
+
+def test_a_bound_reads_a_count_within_it_without_a_note():
+    from gates.proof.evidence import bounded
+
+    assert bounded(None, 10, 100) == (Agreement.ABSENT, "")
+    assert bounded(50, 10, 100) == (Agreement.AGREES, "")
+    assert bounded(5, 10, 100) == (Agreement.DISAGREES, "")
+    assert bounded(101, 10, 100) == (Agreement.INCONCLUSIVE, (
+        "more than the probe could have read (100): the counter counts other requests or "
+        "another unit, so it cannot show what this probe read"))
+
+
+def test_within_includes_its_upper_bound():
+    assert within(150, 90, 150) is Agreement.AGREES and within(90, 90, 150) is Agreement.AGREES
+
+
+def test_the_chain_measurement_counts_disagreeing_signals_against_none_allowed():
+    from gates.core.verdicts import Limit
+
+    rank = ENGINE.model_copy(update={"signal": "rank 3", "agreement": Agreement.DISAGREES})
+    failed = chain_measurement("proof", [ENGINE, DEVICE, rank])
+    assert (failed.outcome, failed.value, failed.unit) == (Outcome.FAIL, 1, "signals")
+    assert failed.limit == Limit.at_most(0, "signals")
+    assert failed.note == judge_chain([ENGINE, DEVICE, rank]).reason
+    passed = chain_measurement("proof", [ENGINE, DEVICE])
+    assert (passed.outcome, passed.value) == (Outcome.PASS, 0)
+    assert passed.note == judge_chain([ENGINE, DEVICE]).reason
+    unsure = chain_measurement("proof", [ENGINE])
+    assert unsure.limit == Limit.at_most(0, "signals") and unsure.unit == "signals"
+
+
+def test_the_reports_evidence_table_has_one_row_per_signal():
+    from gates.proof import evidence_table
+
+    noted = DEVICE.model_copy(update={"caveat": "shared", "note": "nvme0n1"})
+    table = evidence_table([noted, Signal(kind=Kind.CONTROL, signal="working set")])
+    assert table.columns == ["signal", "kind", "value", "expected", "agrees?", "note"]
+    assert table.rows == [
+        ["block devices nvme0n1", "storage side", "1e+09 bytes", "90-150 % of the engine's",
+         "agrees", "shared; nvme0n1"],
+        ["working set", "control", "—", "—", "not exposed", ""]]

@@ -12,6 +12,9 @@ import pytest
 from _expositions import engine_counts, render
 
 from gates.cli import main
+from gates.proof.pairing import Pairing, PairingError
+from gates.proof.promtext import MetricSet, Sample
+from gates.proof.rules import Found, Rule, Unclassified, answer, rule
 
 DATA = Path(__file__).parent / "data" / "metrics"
 KV = 131072  # KV bytes per token
@@ -272,3 +275,186 @@ def test_tokens_the_engine_names_another_instances_memory_are_not_storage(capsys
     last = out.rstrip().splitlines()[-1]
     assert code != 0 and not last.startswith("PASS"), out
     assert "= 1 tokens" in out and "p2p 8,191 (peer)" in out, out
+
+
+# ---- the rules themselves (gates.proof.rules), on hand-made scrapes ---------------------------
+# Each rule is built here, at test time, with rule(): the adapters' tables are built at import.
+
+def _scrape(*series: tuple[str, dict[str, str], float]) -> MetricSet:
+    return MetricSet(samples=[Sample(name=n, labels=labels, value=v) for n, labels, v in series])
+
+
+def _answer(r: Rule, before: MetricSet, after: MetricSet, *, same_engine: bool = False,
+            worst: bool = False) -> Found | None:
+    p = Pairing(before, after)
+    p.same_engine = same_engine
+    return answer(r, p, worst)
+
+
+def _tp(values: dict[str, float], name: str = "hits_total", **labels: str) -> list:
+    return [(name, {"tp_rank": k, **labels}, v) for k, v in values.items()]
+
+
+def test_a_rule_with_only_a_pattern_is_the_plain_rule():
+    # Every keyword rule() leaves out keeps the Rule's own default (no tier, roster, caveat...).
+    assert rule("hits_total") == Rule(pattern="hits_total")
+
+
+def test_a_plain_rule_answers_its_familys_delta_with_no_caveat_and_no_ranks():
+    found = _answer(rule("hits_total"), _scrape(("hits_total", {}, 5.0)),
+                    _scrape(("hits_total", {}, 12.0)))
+    assert found == Found(value=7.0, series=["hits_total"])
+
+
+def test_a_rules_label_values_choose_its_series():
+    r = rule("hits_total", source="disk")
+    series = [("hits_total", {"source": "disk"}, 10.0), ("hits_total", {"source": "cpu"}, 10.0)]
+    after = [("hits_total", {"source": "disk"}, 14.0), ("hits_total", {"source": "cpu"}, 30.0)]
+    found = _answer(r, _scrape(*series), _scrape(*after))
+    assert found.value == 4.0 and found.series == ['hits_total{source="disk"}']
+
+
+def test_a_rules_caveat_travels_with_its_answer():
+    r = rule("hits_total", caveat="tier-blind")
+    found = _answer(r, _scrape(("hits_total", {}, 0.0)), _scrape(("hits_total", {}, 3.0)))
+    assert found.caveat == "tier-blind"
+
+
+def test_shard_ranks_read_the_least_of_them_and_split_ranks_their_sum():
+    before = _scrape(*_tp({"0": 0, "1": 0}))
+    after = _scrape(*_tp({"0": 8.0, "1": 6.0}))
+    shard = _answer(rule("hits_total", shard=("tp_rank",)), before, after)
+    assert (shard.value, shard.mode) == (6.0, "shard")
+    assert _answer(rule("hits_total", shard=("tp_rank",)), before, after, worst=True).value == 8
+    split = _answer(rule("hits_total", split=("tp_rank",)), before, after)
+    assert (split.value, split.mode) == (14.0, "split")
+
+
+def test_a_rank_in_the_after_scrape_only_is_an_error_naming_it():
+    before = _scrape(*_tp({"0": 0, "1": 0}))
+    after = _scrape(*_tp({"0": 8.0, "1": 8.0, "2": 8.0}))
+    with pytest.raises(PairingError) as e:
+        _answer(rule("hits_total", shard=("tp_rank",)), before, after)
+    assert str(e.value) == ("rank tp_rank=2 appears in the after scrape only: the engine's ranks "
+                            "changed between the scrapes (a restart or a different deployment?)")
+
+
+def test_ranks_that_appear_and_vanish_in_the_roster_are_each_named():
+    # The roster names every rank: two ranks (of two rank labels) left it, one came.
+    r = rule("hits_total", shard=("tp_rank",), split=("dp_rank",), roster="up")
+    rows = [("hits_total", {"tp_rank": "0", "dp_rank": "0"}, 0.0)]
+    before = _scrape(*rows, *[("up", {"tp_rank": t, "dp_rank": "0"}, 1.0) for t in "012"])
+    after = _scrape(*rows, *[("up", {"tp_rank": t, "dp_rank": "0"}, 1.0) for t in "03"])
+    with pytest.raises(PairingError) as e:
+        _answer(r, before, after)
+    assert str(e.value) == (
+        "rank tp_rank=3,dp_rank=0 appears in the after scrape only; rank tp_rank=1,dp_rank=0; "
+        "tp_rank=2,dp_rank=0 vanished from the after scrape: the engine's ranks changed between "
+        "the scrapes (a restart or a different deployment?)")
+    fewer = _scrape(*rows, *[("up", {"tp_rank": t, "dp_rank": "0"}, 1.0) for t in "01"])
+    with pytest.raises(PairingError) as e:
+        _answer(r, before, fewer)
+    assert str(e.value) == (
+        "rank tp_rank=2,dp_rank=0 vanished from the after scrape: the engine's ranks changed "
+        "between the scrapes (a restart or a different deployment?)")
+
+
+def test_a_rank_the_roster_names_and_the_family_never_counted_reads_zero():
+    r = rule("hits_total", shard=("tp_rank",), roster="up")
+    up = [("up", {"tp_rank": t}, 1.0) for t in "01"]
+    before = _scrape(*_tp({"0": 0}), *up)
+    after = _scrape(*_tp({"0": 8.0}), *up)
+    found = _answer(r, before, after)
+    assert found.value == 0 and found.ranks == {"tp_rank=0": 8.0, "tp_rank=1": 0.0}
+
+
+def test_ranks_are_listed_by_number_then_by_name_and_labels_by_name():
+    # tp_rank=10 after tp_rank=9 (not after 1), a rank named by a word last; dp before tp.
+    r = rule("hits_total", shard=("tp_rank",), split=("dp_rank",))
+    ranks = ["9", "10", "x", "1"]
+    before = _scrape(*[("hits_total", {"tp_rank": t, "dp_rank": "0"}, 0.0) for t in ranks],
+                     ("hits_total", {"tp_rank": "1", "dp_rank": "1"}, 0.0))
+    after = _scrape(*[("hits_total", {"tp_rank": t, "dp_rank": "0"}, 4.0) for t in ranks],
+                    ("hits_total", {"tp_rank": "1", "dp_rank": "1"}, 3.0))
+    found = _answer(r, before, after)
+    assert list(found.ranks) == ["dp_rank=0,tp_rank=1", "dp_rank=1,tp_rank=1",
+                                 "dp_rank=0,tp_rank=9", "dp_rank=0,tp_rank=10",
+                                 "dp_rank=0,tp_rank=x"]
+    assert (found.value, found.mode) == (4.0 + 3.0, "split")
+
+
+def test_a_phase_where_the_unless_series_rose_leaves_the_rule_unanswered():
+    r = rule("hits_total", unless={"source": "unspecified"}, source="all")
+    before = _scrape(("hits_total", {"source": "all"}, 0.0),
+                     ("hits_total", {"source": "unspecified"}, 0.0))
+    after = _scrape(("hits_total", {"source": "all"}, 8.0),
+                    ("hits_total", {"source": "unspecified"}, 1.0))
+    assert _answer(r, before, after) is None
+    quiet = _scrape(("hits_total", {"source": "all"}, 8.0),
+                    ("hits_total", {"source": "unspecified"}, 0.0))
+    assert _answer(r, before, quiet).value == 8.0
+
+
+def _tiered(values: dict[str, float]) -> MetricSet:
+    return _scrape(*[("hits_total", {"cache_hit_source": k}, v) for k, v in values.items()])
+
+
+def test_only_the_tier_class_the_rule_reads_counts():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage")
+    found = _answer(r, _tiered({"disk": 1.0, "host": 2.0}), _tiered({"disk": 9.0, "host": 50.0}))
+    assert found.value == 8.0 and found.series == ['hits_total{cache_hit_source="disk"}']
+
+
+def test_an_unknown_tier_that_moved_is_unclassified_naming_it():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage")
+    with pytest.raises(Unclassified, match='cache_hit_source="nvme9" moved in the probe'):
+        _answer(r, _tiered({"disk": 0.0, "nvme9": 0.0}), _tiered({"disk": 0.0, "nvme9": 4.0}))
+
+
+def test_a_tier_that_defers_to_the_backend_is_read_as_the_roster_names_it():
+    r = rule("cached_total", tier="cache_source", space="sglang.cache_source", cls="storage",
+             roster="info", backend="storage_backend")
+    before = _scrape(("cached_total", {"cache_source": "storage"}, 0.0),
+                     ("info", {"storage_backend": "file"}, 1.0))
+    after = _scrape(("cached_total", {"cache_source": "storage"}, 6.0),
+                    ("info", {"storage_backend": "file"}, 1.0))
+    assert _answer(r, before, after).value == 6.0
+    peer = [MetricSet(samples=[s.model_copy(update={"labels": {"storage_backend": "mooncake"}})
+                               if s.name == "info" else s for s in m.samples])
+            for m in (before, after)]
+    assert _answer(r, *peer) is None  # another host's memory: nothing of the storage class
+
+
+def test_a_family_first_created_in_the_probe_counts_only_where_the_rule_says_it_may():
+    before, after = _scrape(("other", {}, 1.0)), _scrape(("other", {}, 1.0), ("new_total", {}, 5.0))
+    with pytest.raises(PairingError, match="is in the after scrape only"):
+        _answer(rule("new_total"), before, after, same_engine=True)
+    assert _answer(rule("new_total", lazy=True), before, after, same_engine=True).value == 5.0
+
+
+@pytest.mark.parametrize("r, text", [
+    (rule("hits_total"), "hits_total"),
+    (rule("hits_total", source="disk"), 'hits_total{source=~"disk"}'),
+    (rule("hits_total", source="disk", engine="0|1"),
+     'hits_total{source=~"disk",engine=~"0|1"}'),
+    (rule("hits_total", tier="tier", space="vllm.tier", cls="storage"),
+     "hits_total{tier is storage}"),
+    (rule("hits_total", tier="tier", space="vllm.tier", cls="storage", engine="0"),
+     'hits_total{engine=~"0",tier is storage}'),
+])
+def test_a_rule_describes_itself_in_promql_notation(r, text):
+    assert r.describe() == text
+
+
+def test_a_label_the_rule_does_not_know_that_varies_within_a_rank_is_unclassified():
+    # Two hosts and two zones under tp_rank=0: shards of one rank, or replicas? Not added.
+    r = rule("hits_total", shard=("tp_rank",))
+    rows = [("hits_total", {"tp_rank": "0", "host": h, "zone": z, "model_name": m}, 0.0)
+            for h, z, m in (("a", "1", "m"), ("b", "2", "n"))]
+    moved = [(n, labels, 4.0) for n, labels, _ in rows]
+    with pytest.raises(Unclassified) as e:
+        _answer(r, _scrape(*rows), _scrape(*moved))
+    assert str(e.value) == (
+        "hits_total: label host, zone takes several values within one rank; the rules for this "
+        "engine do not say whether those are ranks that each count every token (the least "
+        "counts) or replicas serving different requests (they add up), so they are not added")
