@@ -4,7 +4,7 @@
 import pytest
 
 from gates.core.configuration import Decision, G2Limits, G3Limits
-from gates.core.verdicts import Cause, Outcome
+from gates.core.verdicts import Cause, Limit, Outcome
 from gates.inference import (
     Repetition,
     baseline_shift,
@@ -14,7 +14,8 @@ from gates.inference import (
     level_tables,
     look_plan,
 )
-from gates.inference.comparison import comparison
+from gates.inference.comparison import comparison, figures, limits_of, pairs_read, reachable
+from gates.inference.machine import CpuReference, DeviceReference
 
 # A plan of 28 pairs (the shipped one looks at 84): the undecided cases below stay short.
 LIMITS, DECISION = G3Limits(pair_looks=[7, 14, 28]), Decision()
@@ -162,3 +163,237 @@ def test_the_g3_report_states_the_design_in_its_decision_rule():
     assert "at most 2.5 %" in rule
     assert "Comparison" not in decision_rule(record.model_copy(update={"facts": {}}),
                                              "point", 0.95, 0.0)
+
+
+# --- Each rule's words and limits as the report shows them (#43, mutants) -------------------
+
+NOISY = pairs([0.5, 0.9, 0.45, 0.7, 0.55, 0.8, 0.6], [1.6] * 7)
+LOOK_1 = ("median of candidate / baseline over 7 ABBA pairs, 98.44 % sign-test interval (look 1 "
+          "of 3 at [7, 14, 28] pairs; the plan's chance of wrongly clearing a limit at any look, "
+          "counted exactly: 1.7 %); ")
+BAND = ("; above the claimed band (+29…+40 %): check that the baseline was configured fairly (a "
+        "gain both arms' storage does not explain is a deviation)")
+
+
+def without(level, k, **gone):
+    """The level with the k-th pair's candidate (from 0) lacking the figures named."""
+    b, c = level[k]
+    return [*level[:k], (b, c.model_copy(update=gone)), *level[k + 1:]]
+
+
+def test_each_figure_is_held_against_its_own_limit_relative_to_the_level():
+    assert limits_of(16, LIMITS) == {
+        "g3.ttft_p50_reduction": Limit.at_least(
+            25.0, "%", key="g3.ttft_p50_reduction_min",
+            relative_to="the baseline's TTFT p50 @ concurrency 16, paired"),
+        "g3.throughput_gain": Limit.at_least(
+            29.0, "%", key="g3.throughput_gain_min",
+            relative_to="the baseline's output throughput @ concurrency 16, paired")}
+
+
+def test_the_plan_spends_half_the_unconfident_share_per_side():
+    plan = look_plan(LIMITS, DECISION)
+    assert plan.looks == (7, 14, 28) and plan.alpha == pytest.approx(0.025)
+    assert look_plan(LIMITS, Decision(confidence=0.9)).alpha == pytest.approx(0.05)
+
+
+def test_a_decided_level_s_measurements_carry_figure_interval_limit_and_risk():
+    at_16 = [(b.model_copy(update={"concurrency": 16}), x.model_copy(update={"concurrency": 16}))
+             for b, x in CLEAR]
+    ms = by_id(comparison(16, at_16, LIMITS, DECISION))
+    risk = look_plan(LIMITS, DECISION).risk
+    for id, name in (("g3.ttft_p50_reduction", "TTFT p50 reduction @ concurrency 16"),
+                     ("g3.throughput_gain", "Output-throughput gain @ concurrency 16")):
+        m = ms[id]
+        assert m.name == name and m.at == 16 and m.unit == "%", m
+        assert m.limit == limits_of(16, LIMITS)[id]
+        assert m.interval_miss == pytest.approx(risk) and m.interval is not None
+        assert m.coverage.read == 7 and m.evidence == ["pairs read 7 of 7"]
+
+
+def test_a_decided_level_s_notes_word_for_word():
+    ms = by_id(comparison(8, CLEAR, LIMITS, DECISION))
+    assert ms["g3.ttft_p50_reduction"].note == LOOK_1 + (
+        "decision risk for this plan at the observed spread (sd of ln ratio 0.034, normal "
+        "pairs): P(PASS) 2.2 % if the true figure were the limit 25 %, 100.0 % at 35 %")
+    # The claimed band is the throughput gain's alone: a 50 % TTFT reduction is not above it.
+    assert ms["g3.throughput_gain"].note == LOOK_1 + (
+        "decision risk for this plan at the observed spread (sd of ln ratio 0.011, normal "
+        "pairs): P(PASS) 1.8 % if the true figure were the limit 29 %, 100.0 % at 39 %") + BAND
+
+
+def test_pairs_without_spread_state_no_risk():
+    ms = by_id(comparison(8, pairs([0.5] * 7, [1.35] * 7), LIMITS, DECISION))
+    assert ms["g3.ttft_p50_reduction"].note == (
+        LOOK_1 + "decision risk: the pairs show no spread to state it for")
+    assert ms["g3.throughput_gain"].note == (
+        LOOK_1 + "decision risk: the pairs show no spread to state it for")
+
+
+def test_a_slow_level_s_undecided_note_word_for_word():
+    ms = by_id(comparison(8, NOISY, LIMITS, DECISION, seconds=LIMITS.comparison_budget / 2))
+    assert ms["g3.ttft_p50_reduction"].outcome is Outcome.MARGINAL
+    assert ms["g3.ttft_p50_reduction"].note == LOOK_1 + (
+        "decision risk for this plan at the observed spread (sd of ln ratio 0.252, normal pairs, "
+        "at most 14 pairs in g3.comparison_budget at the pace these pairs ran): P(PASS) 1.6 % if "
+        "the true figure were the limit 25 %, 22.5 % at 35 %; not decided (7 pairs ran, fewer "
+        "than the plan's 28): about 23 more pairs with this share of pairs beyond the limit "
+        "would decide it")
+
+
+def test_the_pace_is_said_only_where_the_budget_holds_fewer_pairs_than_the_plan():
+    exact = comparison(8, NOISY, LIMITS, DECISION, seconds=LIMITS.comparison_budget / 4)
+    assert "pace" not in by_id(exact)["g3.ttft_p50_reduction"].note  # 28 pairs fit: the plan's
+    # Unknown seconds (the default) say nothing of the pace, however short the budget.
+    short = G3Limits(pair_looks=[7, 14, 28], comparison_budget=1.0)
+    assert "pace" not in by_id(comparison(8, NOISY, short, DECISION))[
+        "g3.ttft_p50_reduction"].note
+
+
+def test_a_level_undecided_at_the_plan_s_last_look_says_no_number_of_pairs_would_decide():
+    ms = by_id(comparison(8, pairs(UNDECIDED, [1.6] * 28), LIMITS, DECISION))
+    assert ms["g3.ttft_p50_reduction"].note == (
+        "median of candidate / baseline over 28 ABBA pairs, 98.75 % sign-test interval (look 3 "
+        "of 3 at [7, 14, 28] pairs; the plan's chance of wrongly clearing a limit at any look, "
+        "counted exactly: 1.7 %); decision risk for this plan at the observed spread (sd of ln "
+        "ratio 0.106, normal pairs): P(PASS) 2.2 % if the true figure were the limit 25 %, "
+        "99.8 % at 35 %; not decided at the plan's last look (28 pairs): as many pairs fall on "
+        "either side of the limit; no number of pairs like these would decide it")
+
+
+def test_a_level_cut_by_the_time_budget_says_so_word_for_word():
+    ms = by_id(comparison(8, pairs(UNDECIDED[:10], [1.6] * 10), LIMITS, DECISION,
+                          time_spent=True))
+    assert ms["g3.ttft_p50_reduction"].note == (
+        "median of candidate / baseline over 10 ABBA pairs, 97.85 % sign-test interval (look 2, "
+        "a last look at the 10 pairs that ran when the time budget cut the plan at [7, 14, 28] "
+        "pairs short; the plan's chance of wrongly clearing a limit at any look, counted "
+        "exactly: 1.46 %); decision risk for this plan at the observed spread (sd of ln ratio "
+        "0.109, normal pairs): P(PASS) 2.2 % if the true figure were the limit 25 %, 99.8 % at "
+        "35 %; not decided (g3.comparison_budget 4500 s was spent before the plan's last look "
+        "at 28 pairs): as many pairs fall on either side of the limit; no number of pairs like "
+        "these would decide it")
+
+
+def test_a_level_stopped_by_the_other_figure_s_fail_says_which_word_for_word():
+    level = pairs([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0], [1.6, 1.2, 2.1, 1.1, 1.9, 1.25, 1.3])
+    gain = by_id(comparison(8, level, LIMITS, DECISION))["g3.throughput_gain"]
+    assert gain.note == LOOK_1 + (
+        "decision risk for this plan at the observed spread (sd of ln ratio 0.247, normal "
+        "pairs): P(PASS) 1.8 % if the true figure were the limit 29 %, 15.3 % at 39 %; not "
+        "decided (the level stopped when the TTFT p50 reduction failed): about 268 more pairs "
+        "with this share of pairs beyond the limit would decide it")
+
+
+def test_a_level_with_no_look_yet_makes_both_figures_an_error():
+    ms = comparison(8, CLEAR[:5], LIMITS, DECISION)
+    assert [m.id for m in ms] == ["g3.ttft_p50_reduction", "g3.throughput_gain"]
+    for m in ms:
+        assert m.outcome is Outcome.ERROR and m.at == 8 and m.name.endswith("@ concurrency 8")
+        assert m.note.startswith("no look was made: the plan's first look is at 7 pairs")
+        assert m.limit == limits_of(8, LIMITS)[m.id]
+
+
+def test_a_pair_without_one_figure_errs_that_figure_and_names_it_in_the_other():
+    ms = by_id(comparison(8, without(CLEAR, 1, ttfts=[]), LIMITS, DECISION))
+    ttft, gain = ms["g3.ttft_p50_reduction"], ms["g3.throughput_gain"]
+    assert ttft.outcome is Outcome.ERROR and ttft.note == "1 of 7 pairs have no figure"
+    assert ttft.coverage.missing == ["#2 the candidate gave no TTFT p50: no successful request"]
+    assert gain.outcome is Outcome.ERROR and gain.note == (
+        "the level's other figure has pairs without one (g3.ttft_p50_reduction): no look is "
+        "made at its pairs")
+    for m in (ttft, gain):
+        assert m.at == 8 and m.name.endswith("@ concurrency 8") and m.value is None
+        assert m.limit == limits_of(8, LIMITS)[m.id]
+    both = by_id(comparison(8, without(CLEAR, 1, ttfts=[], output_throughput=None), LIMITS,
+                            DECISION))
+    assert [m.note for m in both.values()] == ["1 of 7 pairs have no figure"] * 2
+    assert both["g3.throughput_gain"].coverage.missing == [
+        "#2 the candidate gave no output throughput: no successful request"]
+
+
+def test_a_ratio_the_arithmetic_cannot_hold_is_an_error_not_a_crash():
+    # Each figure is finite and > 0, but 1e-300 s / 1e300 s underflows to 0.
+    level = [(rep("baseline", i, 1e300, 100.0), rep("candidate", i, 1e-300, 160.0))
+             for i in range(7)]
+    for m in comparison(8, level, LIMITS, DECISION):
+        assert m.outcome is Outcome.ERROR and m.note == "7 pairs: math domain error", m
+        assert m.at == 8 and m.name.endswith("@ concurrency 8")
+        assert m.limit == limits_of(8, LIMITS)[m.id]
+
+
+def test_which_pairs_lack_a_figure_is_said_per_figure():
+    level = without(CLEAR, 3, output_throughput=None)
+    assert pairs_read(level, "g3.ttft_p50_reduction").complete
+    assert pairs_read(level, "g3.throughput_gain").missing == {
+        4: "the candidate gave no output throughput: no successful request"}
+    with pytest.raises(ValueError) as raised:
+        figures(level, "g3.throughput_gain")
+    assert str(raised.value) == ("pairs read 6 of 7 (86%); not read: #4 the candidate gave no "
+                                 "output throughput: no successful request")
+    base, cand = figures(CLEAR, "g3.throughput_gain")
+    assert base == [100.0] * 7 and cand == pytest.approx([160, 162, 158, 161, 160, 163, 159])
+
+
+def test_reachable_pairs_at_the_pace_they_ran():
+    assert reachable(7, 3.0, 9.0) == 21
+    assert reachable(1, 10.0, 100.0) == 10
+    assert reachable(7, 0.5, 100.0) == 1400  # under a second a pair: still a pace
+    for ran, seconds in ((0, 10.0), (7, 0.0), (7, -1.0), (7, float("inf"))):
+        assert reachable(ran, seconds, 100.0) is None, (ran, seconds)
+
+
+def test_a_level_cut_short_by_time_is_done_only_once_its_budget_is_spent():
+    level = pairs(UNDECIDED, [1.6] * 28)
+    assert not level_done(level_looks(8, level[:10], LIMITS, DECISION))  # more pairs may come
+    assert level_done(level_looks(8, level[:10], LIMITS, DECISION, spent=True))
+    # At the plan's last look an undecided figure is MARGINAL, and the level is done.
+    assert level_done(level_looks(8, level, LIMITS, DECISION))
+
+
+def test_the_design_states_its_looks_risk_and_budget_word_for_word():
+    assert design_text(LIMITS, DECISION).endswith(
+        " Looks after [7, 14, 28] pairs per concurrency level, at 98.44 / 98.71 / 98.75 % "
+        "intervals, their ranks chosen so that the chance that any look passes a candidate "
+        "exactly at a limit, counted exactly over the sign test's outcomes, is 1.7 % (at most "
+        "2.5 %, also when time cuts the plan short and the pairs that ran get a last look); "
+        "pairs stop when a level is decided or after 75 min (g3.comparison_budget).")
+
+
+def shifted(ttft=2.0, tput=100.0, machine=(), device=()):
+    """Three G3 baseline repetitions, each with the machine's readings given."""
+    return [Repetition(arm="baseline", concurrency=8, repetition=i,
+                       ttfts=[ttft] if ttft else [], sent=1, errors=0, output_throughput=tput,
+                       machine=list(machine), device=list(device)) for i in range(3)]
+
+
+def test_a_moved_throughput_is_a_deviation_even_where_no_ttft_was_read():
+    [found] = baseline_shift(8, shifted(ttft=None), shifted(ttft=None, tput=125.0), LIMITS,
+                             G2Limits())
+    assert found.text == ("G3's baseline moved from G2's at concurrency 8: output throughput 125 "
+                          "tok/s in G3 against 100 tok/s in G2 (+25.0 %, g3.baseline_shift_max "
+                          "10 %)")
+    # A G3 baseline with no figure at all is no shift to state (and no crash).
+    assert baseline_shift(8, shifted(), shifted(ttft=None, tput=None), LIMITS, G2Limits()) == []
+
+
+def test_a_shift_exactly_at_the_limit_is_no_deviation():
+    at = G3Limits(pair_looks=[7, 14, 28], baseline_shift_max=25.0)
+    assert baseline_shift(8, shifted(), shifted(ttft=2.5), at, G2Limits()) == []  # +25 % exactly
+    assert len(baseline_shift(8, shifted(), shifted(ttft=2.52), at, G2Limits())) == 1
+
+
+def test_a_moved_baseline_names_how_far_the_machine_and_its_kv_device_moved():
+    cpu = [CpuReference(seconds={0: 0.010}), CpuReference(seconds={0: 0.0115})]
+    dev = [DeviceReference(bytes_per_s=1e9), DeviceReference(bytes_per_s=1.3e9)]
+    g2, moved = shifted(machine=cpu, device=dev), shifted(ttft=2.5)
+    [found] = baseline_shift(8, g2, moved, LIMITS, G2Limits())
+    assert found.text.endswith(
+        "(+25.0 %, g3.baseline_shift_max 10 %); the machine's CPU speed varied by 15 % over G2's "
+        "and G3's repetitions (g2.cpu_speed_variation_max 10 %); the KV device's read speed by "
+        "30 % (g2.device_speed_variation_max 20 %)"), found.text
+    [found] = baseline_shift(8, shifted(device=dev), moved, LIMITS, G2Limits())
+    assert found.text.endswith("10 %); the KV device's read speed by 30 % "
+                               "(g2.device_speed_variation_max 20 %)"), found.text
+    [found] = baseline_shift(8, shifted(), moved, LIMITS, G2Limits())
+    assert found.text.endswith("(+25.0 %, g3.baseline_shift_max 10 %)"), found.text

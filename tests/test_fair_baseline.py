@@ -66,6 +66,16 @@ def test_a_20x_faster_candidate_over_a_baseline_on_the_same_storage_is_a_blockin
     assert "baseline 0.98 GB/s in /t/kv-baseline" in text
 
 
+def test_the_deviation_tells_the_reader_why_it_matters_and_how_to_clear_it():
+    [gain] = gains(20.0)
+    for bound in (gain_bound(storage(0.98e9), KV_BYTES), gain_bound({}, KV_BYTES)):
+        [found] = unexplained_gains([gain], G3Limits(), bound)
+        assert found.text.endswith(
+            ". A baseline slower than its own storage (an engine throttled or misconfigured) "
+            "makes any array look great: re-run with a fairly configured baseline, or a named "
+            "person waives it (kvgate waive)"), found.text
+
+
 def test_a_gain_the_arms_storage_explains_is_no_deviation():
     [gain] = gains(20.0)
     # The baseline's tier really is 20x slower: +1,900 % at most, +340 % is within it.

@@ -38,6 +38,9 @@ def test_an_unfit_pair_is_set_aside_and_measured_again():
     aside = []
     pair = measured_pair(measure, aside, lambda: False)
     assert asked == [0, 1, 2] and len(aside) == 2 and pair[1].ttfts == [3.0]
+    # The set-aside pairs themselves are kept, in the order they ran, for the evidence.
+    assert [(b.fit, x.fit, x.ttfts) for b, x in aside] == [(True, False, [1.0]),
+                                                           (False, True, [2.0])]
 
 
 def test_set_asides_are_bounded_per_level_and_by_the_time_budget():
