@@ -17,7 +17,17 @@ from gates.soak.load_rules import (
     soak_measurements,
     total_gap,
 )
-from gates.soak.rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord, gap
+from gates.soak.rules import (
+    KERNEL,
+    PATHS,
+    SMART,
+    VERIFY,
+    HealthReading,
+    WindowRecord,
+    effective_seconds,
+    gap,
+    span,
+)
 from gates.soak.stability import stability
 from gates.soak.trends import drift_spans, throughput_floor, ttft_drift
 
@@ -54,9 +64,36 @@ def test_plan_counts_windows_and_flags_a_shortened_run():
     assert short.deviations()[1].typed.text == texts[1]
 
 
+def test_the_headline_says_the_length_against_the_sign_off_and_what_set_it():
+    full = SoakPlan(run_id="r", duration=72 * 3600, window=300)
+    assert full.headline() == ("Soak of 72 h (259,200 s) against the 72 h sign-off duration: "
+                               "full length")
+    short = SoakPlan(run_id="r", duration=120, window=20, duration_source="--duration")
+    assert short.headline() == ("Soak of 2 min (120 s) of the 72 h sign-off duration: "
+                                "shortened, set by --duration")
+
+
+def test_a_span_is_in_the_largest_unit_it_reaches():
+    assert [span(s) for s in (3600, 3599, 60, 59.5)] == [
+        "1 h (3,600 s)", "59.98 min (3,599 s)", "1 min (60 s)", "59.5 s"]
+
+
+def test_effective_seconds_add_the_windows_and_leave_a_gap_out():
+    runs = windows(3)
+    runs[2] = runs[2].model_copy(update={"start": T0 + 1200, "end": T0 + 1500})  # 600 s gap
+    assert effective_seconds(runs) == 900.0
+
+
+def test_a_windows_value_is_none_where_the_collector_gave_none():
+    w = windows(1, health=lambda i: {SMART: ok(media_errors=7)})[0]
+    assert w.value(SMART, "media_errors") == 7.0
+    assert w.value(SMART, "critical_warning") is None and w.value(KERNEL, "hits") is None
+
+
 def test_gap_is_the_time_since_the_last_committed_window():
     d = gap(T0, T0 + 600)
     assert d.kind == "gap" and d.seconds == 600 and "600 s" in d.text
+    assert (d.start, d.end) == (T0, T0 + 600)  # the store keeps when it was not running
     assert d.typed.cause is Cause.SOAK_GAP and d.typed.blocks
 
 
@@ -439,3 +476,162 @@ def test_the_trend_rules_risks_on_seeded_noise_are_within_the_stated_risk():
     # figure's own noise, and that G3's figure is another load.)
     quiet = _rates(lambda rng: throughput_floor(soak(rng, noise=0.03), LIMITS))
     assert level[Outcome.PASS] >= 0.4 and quiet[Outcome.PASS] >= 0.95, (level, quiet)
+
+
+# ---- the health rules: what each one reads, and what it says (#43, mutants) -----------------
+
+HEALTH_RULES = {  # rule: (collector, the signal named in its messages, a function of windows)
+    "fio verify errors": (VERIFY, "fio verify", lambda ws, absent=None: [
+        verify_errors(ws, LIMITS, absent)]),
+    "New NVMe media errors": (SMART, "SMART", media_errors),
+    "Kernel storage errors": (KERNEL, "kernel log", lambda ws, absent=None: [
+        kernel_errors(ws, absent)]),
+    "NVMe-oF paths live": (PATHS, "NVMe-oF path", lambda ws, absent=None: [
+        paths_live(ws, absent)]),
+}
+# media_errors judges two figures from the same SMART readings.
+NAMES = {"New NVMe media errors": ["New NVMe media errors", "NVMe critical warnings raised"]}
+STOPPED = {3: "not committed (the soak stopped before it)"}
+
+
+@pytest.mark.parametrize("rule", sorted(HEALTH_RULES))
+def test_a_health_signal_with_no_reading_at_all_is_an_error_naming_it(rule):
+    _, what, judge = HEALTH_RULES[rule]
+    got = judge(windows(3))
+    assert [m.name for m in got] == NAMES.get(rule, [rule])
+    assert {(m.outcome, m.note) for m in got} == {
+        (Outcome.ERROR, f"no window has a {what} reading")}
+
+
+@pytest.mark.parametrize("rule", sorted(HEALTH_RULES))
+def test_a_signal_no_window_could_read_names_the_first_reason_and_every_window(rule):
+    """Every window's reading failed and one window was never committed: the note gives the
+    first window's reason, the evidence every window with its own, the uncommitted one too."""
+    collector, what, judge = HEALTH_RULES[rule]
+    broken = windows(3, health=lambda i: {collector: HealthReading.failed(f"refused #{i}")})
+    got = judge(broken, STOPPED)
+    assert [m.name for m in got] == NAMES.get(rule, [rule])
+    for m in got:
+        assert m.outcome is Outcome.ERROR
+        assert m.note == f"{what} could not be read in any window: refused #0"
+        assert m.evidence == ["windows read 0 of 4 (0%); not read: #0 refused #0; "
+                              "#1 refused #1; #2 refused #2; #3 " + STOPPED[3]]
+
+
+@pytest.mark.parametrize("rule", sorted(HEALTH_RULES))
+def test_a_signal_the_site_lacks_is_not_applicable_for_the_first_windows_reason(rule):
+    collector, _, judge = HEALTH_RULES[rule]
+    lacking = windows(3, health=lambda i: {collector: HealthReading.not_applicable(
+        "no scratch area" if i == 0 else f"still none in window #{i}")})
+    got = judge(lacking)
+    assert [m.name for m in got] == NAMES.get(rule, [rule])
+    assert {(m.outcome, m.note) for m in got} == {(Outcome.NOT_APPLICABLE, "no scratch area")}
+
+
+def test_a_window_not_read_counts_against_the_rule_with_why():
+    """A window with no reading, one whose reading failed without a reason, and one where the
+    signal was N/A though other windows had it: each is named, the windows after them read."""
+    def kernel(i):
+        return {1: {}, 3: {KERNEL: HealthReading.failed("")},
+                4: {KERNEL: HealthReading.not_applicable("dmesg cleared")}}.get(
+            i, {KERNEL: ok(hits=0)})
+    m = kernel_errors(windows(6, health=kernel))
+    said = ("windows read 3 of 6 (50%); not read: #1 no reading; #3 could not be read; "
+            "#4 not applicable in this window alone: dmesg cleared")
+    assert m.outcome is Outcome.ERROR and m.evidence == [said]
+    assert m.note == (f"{said}: a verdict needs 100% of windows read; NVMe timeouts/resets/"
+                      "reconnects, I/O errors, XFS errors; DESIGN §6: none allowed")
+
+
+def test_kernel_errors_count_lines_and_say_what_they_look_for():
+    m = kernel_errors(windows(6, health=lambda i: {KERNEL: ok(hits=3 if i == 2 else 0)}))
+    assert (m.outcome, m.value, m.unit) == (Outcome.FAIL, 3, "lines")
+    assert m.note == ("NVMe timeouts/resets/reconnects, I/O errors, XFS errors; "
+                      "DESIGN §6: none allowed")
+
+
+def test_verify_errors_say_how_many_passes_and_count_errors():
+    m = verify_errors(windows(6, health=lambda i: {VERIFY: ok(verify_errors=i % 2)}),
+                      G4Limits(verify_errors_max=3))
+    assert (m.outcome, m.value, m.unit) == (Outcome.PASS, 3, "errors")
+    assert m.note == "6 write-then-verify passes"
+
+
+def test_a_pass_the_storage_refused_fails_whatever_the_max_and_counts_as_an_error():
+    def fio(i):
+        if i in (1, 2):  # ENOSPC then EIO: each pass refused, the second with 2 mismatches
+            return {VERIFY: HealthReading(status="alert", reason=("ENOSPC", "EIO")[i - 1],
+                                          values={"verify_errors": 2.0 * (i - 1),
+                                                  "job_errors": 1.0})}
+        return {VERIFY: ok(verify_errors=0)}
+    m = verify_errors(windows(4, health=fio), G4Limits(verify_errors_max=100))
+    assert (m.outcome, m.value, m.unit) == (Outcome.FAIL, 4, "errors")  # 2 + 2 refused passes
+    assert m.note == ("window #1: ENOSPC; the storage refused 2 of 4 write-then-verify passes "
+                      "(windows [1, 2]): each counts as an error, and a job error fails the "
+                      "rule whatever g4.verify_errors_max allows")
+
+
+def smart_at(i, last=5):
+    """Readings of a drive with 7 old media errors, 2 new in the last window, an error log
+    growing by one entry a window (2 before the soak), warming from 38 to 45 °C."""
+    return {SMART: ok(media_errors=7 + 2 * (i == last), media_errors_delta=2 * (i == last),
+                      error_log_entries=10 + i, error_log_entries_delta=2 if i == 0 else 1,
+                      critical_warning=4 if i in (2, 4) else 0,
+                      temperature_max_c=(40, 38, 45, 41, 39, 40)[i])}
+
+
+def test_media_errors_count_to_the_last_reading_and_show_the_error_log_and_temperature():
+    media, warned = media_errors(windows(6, health=smart_at))
+    assert (media.name, media.outcome, media.value, media.unit) == (
+        "New NVMe media errors", Outcome.FAIL, 2, "errors")
+    assert media.evidence == [
+        "windows read 6 of 6",
+        "error-log entries +7 (not judged: nvme-cli's own queries add some)",  # 15 - (10 - 2)
+        "temperature 38-45 °C"]
+    assert (warned.name, warned.outcome, warned.value, warned.unit) == (
+        "NVMe critical warnings raised", Outcome.FAIL, 2, "windows")
+    assert warned.evidence == ["windows read 6 of 6", "critical warning in windows [2, 4]"]
+    assert media.note == warned.note == "DESIGN §6: none allowed, not configurable"
+
+
+def test_a_clean_drive_passes_both_smart_rules_with_no_warning_named():
+    media, warned = media_errors(windows(6, health=lambda i: {SMART: ok(
+        media_errors=7, media_errors_delta=0, critical_warning=0, error_log_entries=3,
+        error_log_entries_delta=0)}))
+    assert (media.outcome, media.value, warned.outcome, warned.value) == (
+        Outcome.PASS, 0, Outcome.PASS, 0)
+    assert media.evidence == ["windows read 6 of 6",
+                              "error-log entries +0 (not judged: nvme-cli's own queries add some)"]
+    assert warned.evidence == ["windows read 6 of 6"]
+    assert media.note == warned.note == "DESIGN §6: none allowed, not configurable"
+
+
+def test_paths_live_names_the_windows_a_path_was_down_in():
+    down = paths_live(windows(6, health=lambda i: {PATHS: ok(live=1 + (i != 4), total=2)}))
+    assert (down.outcome, down.value, down.unit) == (Outcome.FAIL, 1, "windows")
+    assert down.evidence == ["windows read 6 of 6", "a path was down in windows [4]"]
+    up = paths_live(windows(6, health=lambda i: {PATHS: ok(live=2, total=2)}))
+    assert (up.outcome, up.evidence) == (Outcome.PASS, ["windows read 6 of 6"])
+
+
+def test_a_read_reading_without_a_count_counts_none_and_a_path_reading_without_one_is_down():
+    """The collectors always write their counts; a reading without one (hand-made, or stored
+    by another version) is taken today as none found, except a path count: a reading that
+    does not say how many paths it saw, or how many were live, is a window with a path down.
+    (Reported on #43: a missing count arguably is a signal not read.)"""
+    bare = windows(3, health=lambda i: {c: HealthReading() for c in (VERIFY, SMART, KERNEL)})
+    assert (verify_errors(bare, LIMITS).value, kernel_errors(bare).value) == (0, 0)
+    media, warned = media_errors(bare)
+    assert (media.outcome, media.value, warned.outcome, warned.value) == (
+        Outcome.PASS, 0, Outcome.PASS, 0)
+    assert media.evidence[1] == "error-log entries +0 (not judged: nvme-cli's own queries add some)"
+    # A first reading without its delta: the new errors count from its own value.
+    undelta = windows(3, health=lambda i: {SMART: ok(media_errors=7)})
+    assert media_errors(undelta)[0].value == 0
+    # A refused pass that reports no mismatch count is still one error.
+    refused = windows(1, health=lambda i: {VERIFY: HealthReading(
+        status="alert", values={"job_errors": 1.0}, reason="EROFS")})
+    assert verify_errors(refused, LIMITS).value == 1
+    for values in ({"total": 1.0}, {"live": 1.0}, {}):
+        m = paths_live(windows(3, health=lambda i, v=values: {PATHS: HealthReading(values=v)}))
+        assert (m.outcome, m.value) == (Outcome.FAIL, 3), values
