@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from gates.proof import attribute, parse_metrics
-from gates.proof.tiers import TIERS, tier_class
+from gates.proof.pairing import Pairing, PairingError
+from gates.proof.rules import Unclassified, rule
+from gates.proof.split import Blind, Split, attributes, check_void, split_reads
+from gates.proof.tiers import STORAGE, TIERS, tier_class
 
 DATA = Path(__file__).parent / "data" / "metrics"
 
@@ -96,3 +99,185 @@ def test_sglang_before_0_5_20_names_its_backend_class_in_cache_source():
                old(text("sglang.after"), "MooncakeStore").replace(
                    'storage_backend="file"', 'storage_backend="mooncake"'))
     assert pool.storage_read_tokens is None
+
+
+# ---- split.py: the engine's own split bounds what a tier-blind counter may claim (issue #43)
+
+SOURCE = {"tier": "source", "space": "vllm.cache_hit_source", "cls": STORAGE}
+HITS = rule("hits", caveat="counted at admission", **SOURCE)  # the engine's tier-labelled split
+NAMED = rule("hits", source="host|p2p|disk")  # what the engine attributed: a blind counter saw it
+LOADED = rule("loaded", caveat="tier-blind: loaded counts every tier; at admission")
+
+
+def phase(after: dict[str, float], before: dict[str, float] | None = None) -> Pairing:
+    """Two scrapes of counters: every series 0 before (unless given) and at its value after."""
+    def text(values: dict[str, float]) -> str:
+        return "".join(f"{k} {v}\n" for k, v in values.items())
+    return Pairing(parse_metrics(text(dict.fromkeys(after, 0.0) if before is None else before)),
+                   parse_metrics(text(after)))
+
+
+def hits(**by_source: float) -> dict[str, float]:
+    return {f'hits_total{{source="{k}"}}': v for k, v in by_source.items()}
+
+
+def test_unattributed_tokens_no_blind_counter_bounds_stay_out_and_the_split_is_said_whole():
+    # A series without the tier label is shown as "(none)"; values sorted, each with its class.
+    p = phase({"hits_total": 0.0, **hits(disk=5, host=994, external_unspecified=20, p2p=0,
+                                          cxl=0)})
+    found = split_reads(Split(tiers=HITS), p)
+    assert found.value == 5 and found.caveat == "counted at admission"
+    assert found.series == [
+        'hits_total{source="disk"}',
+        "derived: 5 tokens the engine attributes to storage; its split hits{source}: (none) 0 "
+        "(unknown), cxl 0 (unknown), disk 5 (storage), external_unspecified 20 (unattributed), "
+        "host 994 (memory), p2p 0 (peer); its 20 unattributed tokens are not counted as "
+        "storage: no tier-blind counter bounds them"]
+
+
+def test_with_no_storage_tier_named_the_splits_own_caveat_still_stands():
+    found = split_reads(Split(tiers=HITS), phase(hits(host=10, external_unspecified=3)))
+    assert found.value == 0 and found.caveat == "counted at admission"
+
+
+def test_a_blind_counter_claims_only_what_it_saw_beyond_the_attributed_tiers():
+    # 110 seen less the 95 attributed (disk 5 + host 90) leaves 15 of the 20 unattributed.
+    p = phase({**hits(disk=5, host=90, external_unspecified=20), "loaded_total": 110})
+    found = split_reads(Split(tiers=HITS, blind=[Blind(rule=LOADED, minus=[NAMED])]), p)
+    said = ("hits{source}: disk 5 (storage), external_unspecified 20 (unattributed), "
+            "host 90 (memory)")
+    assert found.value == 20
+    assert found.series == [
+        "loaded_total", 'hits_total{source="disk"}',
+        f"derived: 5 tokens the engine attributes to storage; its split {said}; of the 20 "
+        "unattributed tokens 15 claimed by the tier-blind loaded (110 seen less 95 attributed)"]
+    assert found.caveat == (
+        "tier-blind: 15 of the 20 tokens are the engine's unattributed remainder as loaded saw "
+        f"it (110 less 95 attributed), 5 it attributed to storage (its split {said}); loaded "
+        "counts every tier; at admission")
+
+
+DISK = 'hits_total{source="disk"}'
+
+
+@pytest.mark.parametrize(("disk", "first"), [(14, "loaded_total"), (15, DISK), (16, DISK)])
+def test_the_first_series_named_is_the_counter_that_carried_more_of_the_claim(disk, first):
+    # The blind counter claims 15 each time: it comes first only where that is more than disk.
+    p = phase({**hits(disk=disk, host=90, external_unspecified=20), "loaded_total": disk + 105})
+    found = split_reads(Split(tiers=HITS, blind=[Blind(rule=LOADED, minus=[NAMED])]), p)
+    assert found.value == disk + 15 and found.series[0] == first
+
+
+def test_an_attributed_counter_not_exposed_takes_nothing_off_and_none_asked_is_not_said():
+    p = phase({**hits(host=90, external_unspecified=20), "loaded_total": 6})
+    absent = Blind(rule=LOADED, minus=[rule("named_elsewhere")])
+    found = split_reads(Split(tiers=HITS, blind=[absent]), p)
+    assert found.value == 6 and found.series[-1].endswith("(6 seen less 0 attributed)")
+    found = split_reads(Split(tiers=HITS, blind=[Blind(rule=LOADED)]), p)
+    assert found.value == 6 and found.series[-1].endswith("claimed by the tier-blind loaded "
+                                                          "(6 seen)")
+
+
+def test_with_nothing_left_unattributed_no_blind_counter_is_asked():
+    blind = [Blind(rule=LOADED)]
+    p = phase({**hits(host=90, external_unspecified=0), "loaded_total": 50})
+    assert split_reads(Split(tiers=HITS, blind=blind), p) is None  # no storage tier: not exposed
+    p = phase({**hits(disk=5, host=90, external_unspecified=0), "loaded_total": 50})
+    found = split_reads(Split(tiers=HITS, blind=blind), p)
+    assert found.value == 5 and found.caveat == "counted at admission"
+    assert found.series == ['hits_total{source="disk"}', (
+        "derived: 5 tokens the engine attributes to storage; its split hits{source}: disk 5 "
+        "(storage), external_unspecified 0 (unattributed), host 90 (memory)")]
+
+
+def ranked(rank: int, **by_source: float) -> dict[str, float]:
+    return {f'hits_total{{engine="{rank}",source="{k}"}}': v for k, v in by_source.items()}
+
+
+def test_each_engine_claims_at_most_its_own_unattributed_remainder():
+    # DP engines serve different requests: the blind counter's engine 0 saw 15 of engine 0's
+    # 20, engine 1 saw 40 of its 30. No storage tier named: nothing else is added.
+    split = Split(tiers=HITS.model_copy(update={"split": ("engine",)}),
+                  blind=[Blind(rule=rule("loaded", split=("engine",)))])
+    p = phase({**ranked(0, host=5, external_unspecified=20),
+               **ranked(1, host=5, external_unspecified=30),
+               'loaded_total{engine="0"}': 15, 'loaded_total{engine="1"}': 40})
+    found = split_reads(split, p)
+    assert found.value == 45 and found.mode == "split"
+    assert found.ranks == {"engine=0": 15, "engine=1": 30}
+
+
+def test_a_blind_counter_whose_ranks_each_count_every_token_is_capped_by_the_engines_totals():
+    # Shard ranks each saw the whole probe (80), whatever their ranks are called: each is held
+    # against the engine's totals (100 unattributed, 10 attributed), never against the engine's
+    # rank of the same name, and the least of them is what was read.
+    split = Split(tiers=HITS.model_copy(update={"split": ("engine",)}), blind=[Blind(
+        rule=rule("loaded", shard=("engine",)),
+        minus=[NAMED.model_copy(update={"split": ("engine",)})])])
+    p = phase({**ranked(0, disk=0, host=10, external_unspecified=100),
+               **ranked(1, disk=0, host=0, external_unspecified=0),
+               'loaded_total{engine="0"}': 80, 'loaded_total{engine="1"}': 80})
+    found = split_reads(split, p)
+    assert found.value == 70 and found.mode == "shard"
+    assert found.ranks == {"engine=0": 70, "engine=1": 70}
+
+
+def test_the_split_reads_its_tiers_whatever_the_rules_unless_says():
+    # An unless stands the rule down where it answers alone; the split handles the
+    # unattributed remainder itself.
+    split = Split(tiers=HITS.model_copy(update={"unless": {"source": "external_unspecified"}}))
+    found = split_reads(split, phase(hits(disk=5, external_unspecified=20)))
+    assert found.value == 5
+    assert found.series[-1].endswith("its 20 unattributed tokens are not counted as storage: no "
+                                     "tier-blind counter bounds them")
+
+
+def test_the_split_reads_only_the_series_its_rule_names():
+    model_a = Split(tiers=HITS.model_copy(update={"labels": {"model": "a"}}))
+    p = phase({'hits_total{model="a",source="disk"}': 5, 'hits_total{model="b",source="disk"}': 100,
+               'hits_total{model="a",source="host"}': 7, 'hits_total{source="host"}': 1})
+    assert attributes(model_a, p)
+    found = split_reads(model_a, p)
+    assert found.value == 5
+    assert found.series[-1] == ("derived: 5 tokens the engine attributes to storage; its split "
+                                "hits{source}: disk 5 (storage), host 7 (memory)")
+    assert not attributes(model_a, phase({'hits_total{model="b",source="disk"}': 5}))
+    # A label a series lacks reads as "", as every rule reads it.
+    unlabelled = Split(tiers=HITS.model_copy(update={"labels": {"model": ""}}))
+    assert attributes(unlabelled, phase(hits(disk=5)))
+
+
+def test_a_memory_tiers_counter_that_fell_breaks_the_pairing():
+    # host fell from 50 to 40: a reset between the scrapes, even though no storage is read.
+    p = phase(hits(disk=5, host=40), before=hits(disk=0, host=50))
+    with pytest.raises(PairingError, match="fell from 50 to 40"):
+        split_reads(Split(tiers=HITS), p)
+
+
+L2_LOADS = rule("loads", tier="l2_name", space="lmcache.l2_name", cls=STORAGE)
+H2D = rule("h2d")  # no tier label: a memory tier by its name
+
+
+def test_a_blind_counter_that_also_counted_memory_that_moved_proves_nothing():
+    blind = Blind(rule=LOADED, void=[L2_LOADS, H2D])
+    p = phase({'loads_total{l2_name="fs"}': 3, 'loads_total{l2_name="mock"}': 1,
+               'loads_total{l2_name="p2p"}': 2, "h2d_total": 64})
+    with pytest.raises(Unclassified) as refused:
+        check_void(blind, p)
+    assert str(refused.value) == (
+        "loaded counts every tier of its kind, and the engine says memory served some of them "
+        "(loads{l2_name} memory 1; loads{l2_name} peer 2) without saying how many tokens: none "
+        "of it can be shown to be storage")
+    # A gate without a tier label is asked once, as memory.
+    with pytest.raises(Unclassified, match=r"of them \(h2d 64\) without"):
+        check_void(blind, phase({'loads_total{l2_name="fs"}': 3, "h2d_total": 64}))
+
+
+def test_a_blind_counters_claim_stands_where_its_memory_tiers_did_not_move():
+    blind = Blind(rule=LOADED, void=[L2_LOADS, H2D])
+    p = phase({**hits(external_unspecified=20), "loaded_total": 12,
+               'loads_total{l2_name="fs"}': 3, 'loads_total{l2_name="mock"}': 0, "h2d_total": 0})
+    assert split_reads(Split(tiers=HITS, blind=[blind]), p).value == 12
+    p = phase({**hits(external_unspecified=20), "loaded_total": 12, "h2d_total": 1})
+    with pytest.raises(Unclassified, match=r"\(h2d 1\)"):
+        split_reads(Split(tiers=HITS, blind=[blind]), p)
