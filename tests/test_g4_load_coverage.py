@@ -10,11 +10,14 @@ interval lies mostly past the limit (a large drop) stays MARGINAL instead of REP
 gate read as PASS; a point a hair past the limit is reported, naming it.
 """
 
+import math
+
 import pytest
 
 from gates.core.configuration import G4Limits
 from gates.core.verdicts import (
     G4,
+    SHORTENED,
     Coverage,
     Limit,
     Measurement,
@@ -26,8 +29,27 @@ from gates.core.verdicts import (
 from gates.core.verdicts.measures import FOUND, ONE_READING
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.clock import FakeClock
-from gates.soak.load_rules import REHEARSED, rehearsed, soak_measurements
-from gates.soak.rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord, gap
+from gates.soak.load_rules import REHEARSED, past_limit, rehearsed, soak_measurements
+from gates.soak.rules import (
+    HOUR,
+    KERNEL,
+    PATHS,
+    SMART,
+    VERIFY,
+    HealthReading,
+    WindowRecord,
+    gap,
+)
+from gates.soak.spans import (
+    after_warmup,
+    noise_df,
+    quantile,
+    span_length,
+    span_variance,
+    spans,
+    window_noise,
+    windows_to_decide,
+)
 from gates.store import Store
 
 T0 = 1_800_000_000.0
@@ -292,3 +314,213 @@ def test_a_window_nothing_could_be_read_in_counts_against_every_rule_it_feeds(
     assert got["g4.media_errors"].coverage.missing == ["#5 smart timed out"]
     assert got["g4.request_errors"].coverage.missing == [
         "#5 the load generator sent no request in it"]
+
+
+# ---- how the trend rules read the windows in time (gates.soak.spans) -------------------------
+
+def test_the_warm_up_note_names_its_first_and_last_window_and_its_time():
+    runs = windows([100.0] * 8)
+    judged_, note = after_warmup(runs, 3)
+    assert [w.index for w in judged_] == [3, 4, 5, 6, 7]
+    assert note == ("window #0-#2 left out as the warm-up (15 min (900 s); "
+                    "its requests still count for errors)")
+    assert after_warmup(runs, 2)[1].startswith("window #0-#1 left out as the warm-up (10 min")
+    assert after_warmup(runs, 1)[1].startswith("window #0 left out as the warm-up (5 min")
+
+
+def test_no_warm_up_leaves_every_window_and_says_nothing():
+    # The note is joined into the trend rules' notes wherever it is not empty.
+    runs = windows([100.0] * 4)
+    assert after_warmup(runs, 0) == (runs, "")
+
+
+@pytest.mark.parametrize(("total", "length", "note"), [
+    (2 * HOUR, HOUR, "spans of an hour"),  # 2 h itself is not "shorter than 2 h"
+    (2.5 * HOUR, HOUR, "spans of an hour"),
+    (2 * HOUR - 60, 1190.0, "run shorter than 2 h: spans of 1/6 of the run (1190 s each), "
+                            "not hours"),
+    (600.0, 100.0, "run shorter than 2 h: spans of 1/6 of the run (100 s each), not hours")])
+def test_a_run_of_two_hours_or_more_is_compared_hour_by_hour(total, length, note):
+    assert span_length(total) == (length, note)
+
+
+def test_a_window_belongs_to_the_span_it_starts_in():
+    # 600 s: spans of 100 s. #1 starts at 99.5 s, inside the first span, though it runs on.
+    seconds = [99.5, 100.5, 100.0, 100.0, 100.0, 100.0]
+    starts = [T0 + sum(seconds[:i]) for i in range(6)]
+    runs = [WindowRecord(index=i, start=s, end=s + d)
+            for i, (s, d) in enumerate(zip(starts, seconds, strict=True))]
+    got, _ = spans(runs)
+    assert [[w.index for w in s] for s in got] == [[0, 1], [2], [3], [4], [5]]
+
+
+def test_a_run_of_a_few_seconds_still_has_six_spans_and_one_of_no_length_has_one():
+    short = [WindowRecord(index=i, start=T0 + i, end=T0 + i + 1) for i in range(6)]
+    assert [len(s) for s in spans(short)[0]] == [1] * 6  # spans of 1 s each
+    # Windows whose clock read no length: nothing to divide, all in one span (no error).
+    still = [WindowRecord(index=i, start=T0, end=T0) for i in range(3)]
+    assert [[w.index for w in s] for s in spans(still)[0]] == [[0, 1, 2]]
+
+
+def test_window_noise_needs_two_windows_and_reads_them_on_the_log():
+    assert window_noise([]) == window_noise([100.0]) == 0.0
+    # Two windows, one twice the other: half the squared log step, on the log.
+    assert window_noise([100.0, 200.0]) == pytest.approx(math.log(2) / math.sqrt(2))
+    assert window_noise([50.0, 100.0, 50.0]) == pytest.approx(math.log(2) / math.sqrt(2))
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_window_noise_refuses_a_window_without_output_naming_it(bad):
+    with pytest.raises(ValueError) as refused:
+        window_noise([100.0, bad, 120.0])
+    assert str(refused.value) == f"window noise needs positive values, not {bad!r}"
+
+
+def test_a_median_of_three_or_more_windows_is_not_a_mean():
+    # One or two windows: the median is their mean (1/n); from three, (pi / 2) / n.
+    assert [span_variance(n) for n in (1, 2)] == [1.0, 0.5]
+    assert span_variance(3) == pytest.approx(math.pi / 6)
+    assert span_variance(100) == pytest.approx(math.pi / 200)
+
+
+def test_the_noises_degrees_of_freedom_as_von_neumann_gives_them():
+    # The docstring's figures: 2.9 for the demo's 5 windows, 575 for a 72 h soak's 864.
+    assert noise_df(5) == pytest.approx(32 / 11) and 575 < noise_df(864) < 576
+    assert noise_df(2) == 1.0 and noise_df(3) == pytest.approx(8 / 5)
+    assert noise_df(1) == noise_df(0) == 0.0  # fewer than two windows: no noise at all
+
+
+@pytest.mark.parametrize(("noise", "room", "need"), [
+    (0.0, 0.1, 1),  # a machine that does not move: one window per span decides
+    (0.01, 0.1, 1),
+    (0.1, 0.4, 2),  # at 1 window the noise comes from the 6 spans' 6 windows: t(3.6 df)
+    (0.4, 1.0, 2),
+    (1.0, 2.0, 4),  # a point far from its limit at a noise as large
+    (0.2, 0.1, 49)])
+def test_windows_to_decide_is_the_fewest_windows_per_span_that_would(noise, room, need):
+    assert windows_to_decide(noise, room, 0.95) == need
+
+
+def test_a_half_width_exactly_at_the_room_decides():
+    # The room itself is inside: the interval's half-width need not be under it.
+    for n in (1, 2, 5):
+        room = quantile(0.95, 6 * n) * 0.1 * math.sqrt(2 * span_variance(n))
+        assert windows_to_decide(0.1, room, 0.95) == n
+
+
+def test_no_room_or_more_than_ten_thousand_windows_per_span_is_none():
+    assert windows_to_decide(0.1, 0.0, 0.95) is None  # the point sits on the limit
+    assert windows_to_decide(0.1, -0.01, 0.95) is None
+    # Noises either side of 10,000 windows per span at a room of 0.02 (log).
+    assert windows_to_decide(0.57568, 0.02, 0.95) == 10_000
+    assert windows_to_decide(0.57571, 0.02, 0.95) is None
+
+
+# ---- the load rules' own words and limits (gates.soak.load_rules) ----------------------------
+
+def test_request_errors_say_the_requests_and_timeouts_and_show_twenty_windows():
+    runs = [w.model_copy(update={"errors": 2, "timeouts": 1}) for w in windows([100.0] * 25)]
+    m = judged(runs)["g4.request_errors"]
+    assert m.outcome is Outcome.FAIL and m.value == 50
+    assert m.unit == "requests" and str(m.limit) == "x <= 0 requests"
+    assert m.note == "250 requests, 25 timeouts"
+    assert m.evidence == ["windows read 25 of 25"] + [
+        f"window #{i}: 2 of 10 failed (1 timeouts)" for i in range(20)]
+
+
+def test_the_gap_time_says_its_resumes_and_shows_twenty_gaps():
+    gaps = [gap(T0 + 10_000 * k, T0 + 10_000 * k + 60) for k in range(22)]
+    m = judged(windows([100.0] * 8), deviations=gaps)["g4.gap_time"]
+    assert m.outcome is Outcome.PASS and m.value == 22 * 60.0
+    assert m.unit == "s" and str(m.limit) == "x <= 1800 s"
+    assert m.note == "22 resume(s)"
+    assert m.evidence == ["windows read 8 of 8"] + [d.text for d in gaps[:20]]
+
+
+def test_a_shortened_soaks_duration_says_its_windows_and_that_it_is_shortened():
+    m = judged(windows([100.0] * 8))["g4.effective_duration"]
+    assert m.outcome is Outcome.PASS
+    assert m.note == f"8 of 8 windows committed; {SHORTENED}"
+
+
+def test_the_stability_rules_take_their_limits_and_confidence_from_the_caller():
+    plan = SoakPlan(run_id="r", duration=8 * 300.0, window=300.0, warmup_windows=1)
+    runs = windows([100.0 * (1.02 if i % 2 else 0.98) for i in range(8)])
+    got = judged(runs, plan)  # the SNIA defaults: spread 20 %, slope 10 %
+    assert (str(got["g4.window_spread"].limit), str(got["g4.window_slope"].limit)) == (
+        "x <= 20 %", "x <= 10 %")
+    spread, slope = got["g4.window_spread"], got["g4.window_slope"]
+    assert "its 95 % interval [0, 29.1] %" in spread.note
+    # The warm-up's note follows the rule's own, after "; ".
+    warm = ("window #0 left out as the warm-up (5 min (300 s); "
+            "its requests still count for errors)")
+    assert spread.note.endswith(f"(a longer soak) decide; {warm}"), spread.note
+    assert slope.note == warm
+    asked = {m.id: m for m in soak_measurements(runs, [], plan, G4Limits(), spread_max=25.0,
+                                                slope_max=5.0, confidence=0.8)}
+    spread, slope = asked["g4.window_spread"], asked["g4.window_slope"]
+    assert (str(spread.limit), str(slope.limit)) == ("x <= 25 %", "x <= 5 %")
+    assert spread.interval[1] == pytest.approx(20.55, abs=0.01)  # 80 %: narrower than 29.1
+
+
+def test_the_first_window_after_the_warm_up_not_committed_counts_against_the_trend_rules():
+    plan = SoakPlan(run_id="r", duration=8 * 300.0, window=300.0, warmup_windows=1)
+    runs = windows([100.0] * 8)
+    del runs[1]
+    got = judged(runs, plan)
+    for id in ("g4.ttft_drift", "g4.window_spread", "g4.window_slope"):
+        assert got[id].outcome is Outcome.ERROR, (id, got[id])
+        assert got[id].coverage.missing == ["#1 not committed (later windows were)"], id
+
+
+def drift_of(value, interval):
+    """A TTFT drift as the rule gives it, over 5 windows all read."""
+    m = Measurement.measured("TTFT p50 drift", value, Limit(lo=-10, hi=10, unit="%"),
+                             interval=interval)
+    return Coverage(range(5), read=range(5), what="windows").judge(m)
+
+
+def floor_of(value, interval):
+    """A throughput floor of 90 (% of G3's) as the rule gives it, over 5 spans all read."""
+    m = Measurement.measured("Throughput floor", value, Limit.at_least(90.0, "%"),
+                             interval=interval)
+    return Coverage(range(5), read=range(5), what="spans").judge(m)
+
+
+def test_a_point_past_the_limit_is_named_in_full():
+    drift = drift_of(10.02, (-2.9, 24.6))
+    said = ("its point (10 %) is past the limit (-10 <= x <= 10 %) but its interval is not: "
+            "too few windows to tell that from noise")
+    assert past_limit(drift, "g4.ttft_drift") == said
+    assert rehearsed(drift, "g4.ttft_drift").note == f"{REHEARSED}; {said}"
+
+
+@pytest.mark.parametrize(("id", "measured"), [
+    ("g4.ttft_drift", drift_of(10.0, (-5.0, 30.0))),
+    ("g4.throughput_floor", floor_of(90.0, (70.0, 110.0)))])
+def test_a_point_on_the_limit_is_not_past_it(id, measured):
+    # The limits are inclusive: a drift of exactly 10 % or a floor of exactly 90 % is within.
+    assert measured.outcome is Outcome.MARGINAL
+    assert past_limit(measured, id) == ""
+    got = rehearsed(measured, id)
+    assert got.outcome is Outcome.REPORTED and got.note == REHEARSED
+
+
+def test_a_figure_not_measured_is_past_no_limit():
+    m = Measurement.error("TTFT p50 drift", "no window read", Limit(lo=-10, hi=10, unit="%"))
+    assert past_limit(m, "g4.ttft_drift") == past_limit(m, "g4.throughput_floor") == ""
+
+
+@pytest.mark.parametrize(("id", "measured", "said"), [
+    # Past the floor by 5, the interval reaching back 20 over it: a hair, reported.
+    ("g4.throughput_floor", floor_of(85.0, (60.0, 110.0)), Outcome.REPORTED),
+    # Exactly as far past the limit as the interval reaches back: not mostly past.
+    ("g4.throughput_floor", floor_of(80.0, (50.0, 100.0)), Outcome.REPORTED),
+    ("g4.ttft_drift", drift_of(20.0, (0.0, 40.0)), Outcome.REPORTED),
+    # A little farther past than the interval reaches back: mostly past, MARGINAL.
+    ("g4.throughput_floor", floor_of(79.0, (50.0, 100.0)), Outcome.MARGINAL),
+    ("g4.ttft_drift", drift_of(21.0, (0.0, 40.0)), Outcome.MARGINAL)])
+def test_a_rehearsal_keeps_marginal_only_where_the_point_is_farther_past_than_its_interval_reaches_back(  # noqa: E501
+        id, measured, said):
+    assert measured.outcome is Outcome.MARGINAL
+    assert rehearsed(measured, id).outcome is said
