@@ -247,10 +247,14 @@ def test_the_split_reads_only_the_series_its_rule_names():
     assert attributes(unlabelled, phase(hits(disk=5)))
 
 
-def test_a_memory_tiers_counter_that_fell_breaks_the_pairing():
-    # host fell from 50 to 40: a reset between the scrapes, even though no storage is read.
+def test_a_memory_tiers_counter_that_fell_or_vanished_breaks_the_pairing():
+    # A reset or a restart between the scrapes, even where only memory tiers show it.
     p = phase(hits(disk=5, host=40), before=hits(disk=0, host=50))
     with pytest.raises(PairingError, match="fell from 50 to 40"):
+        split_reads(Split(tiers=HITS), p)
+    p = phase(hits(disk=5), before=hits(disk=0, host=50))
+    with pytest.raises(PairingError, match='source="host"} is in the before scrape but not in '
+                                           "the after scrape"):
         split_reads(Split(tiers=HITS), p)
 
 
