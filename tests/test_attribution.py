@@ -21,6 +21,7 @@ from gates.proof import (
     restore_gbps,
 )
 from gates.proof.adapters import ADAPTERS, QUANTITIES, SIM_METRICS, SIM_VLLM_ALIASES
+from gates.proof.attribution import StorageAttribution
 from gates.proof.disks import DiskIO, FakeDiskCounters
 from gates.proof.promtext import Sample
 
@@ -306,3 +307,69 @@ def test_psutil_counters_read_this_machine():
     counters = PsutilDiskCounters().read()
     assert isinstance(counters, dict)
     assert all(c.read_bytes >= 0 for c in counters.values())
+
+
+_KVBM = ("kvbm_matched_tokens {tokens}\nkvbm_onboard_blocks_d2d {blocks}\n"
+         "dynamo_frontend_model_kv_cache_block_size {size}\n")
+
+
+def _kvbm(size: float) -> StorageAttribution:
+    return attribute("dynamo-kvbm", parse_metrics(_KVBM.format(tokens=0, blocks=0, size=size)),
+                     parse_metrics(_KVBM.format(tokens=8192, blocks=512, size=size)))
+
+
+@pytest.mark.parametrize("size", [-16, 16.5, 0])
+def test_a_block_size_that_is_not_a_positive_whole_number_converts_no_blocks(size):
+    a = _kvbm(size)
+    assert a.storage_read_tokens == 8192 and a.matched["storage_read_tokens"] == [
+        "kvbm_matched_tokens"] and not a.errors
+
+
+def test_a_block_of_one_token_converts_blocks_one_for_one():
+    a = _kvbm(1)
+    assert a.storage_read_tokens == 512 and a.matched["storage_read_tokens"] == [
+        "derived: storage_read_blocks x 1 (dynamo_frontend_model_kv_cache_block_size)"]
+
+
+def _sim(**after: float) -> StorageAttribution:
+    """The simulator's counters from 0 to the values given (a name left out: not exposed)."""
+    def text(values: dict[str, float]) -> str:
+        return "".join(f"kvgate_sim_{q}_total {v}\n" for q, v in values.items())
+    return attribute("kvgate-sim", parse_metrics(text(dict.fromkeys(after, 0))),
+                     parse_metrics(text(after)))
+
+
+def test_what_the_counters_do_not_say_is_derived_from_what_they_do():
+    a = _sim(prompt_tokens=100, gpu_hit_tokens=10, storage_read_tokens=80, recomputed_tokens=10)
+    assert a.cached_tokens == 90
+    assert a.matched["cached_tokens"] == ["derived: gpu_hit_tokens + storage_read_tokens"]
+    b = _sim(gpu_hit_tokens=10, storage_read_tokens=80, recomputed_tokens=30)
+    assert b.prompt_tokens == 120
+    assert b.matched["prompt_tokens"] == ["derived: recomputed_tokens + cached_tokens"]
+    c = _sim(prompt_tokens=100, gpu_hit_tokens=10, storage_read_tokens=80)
+    assert c.recomputed_tokens == 10
+    assert c.matched["recomputed_tokens"] == ["derived: prompt_tokens - cached_tokens"]
+    assert c.unknown == ["storage_read_bytes", "storage_read_blocks", "storage_write_tokens",
+                         "storage_write_bytes", "storage_write_blocks", "storage_read_failures",
+                         "cpu_hit_tokens"]
+
+
+def test_a_figure_a_counter_gave_is_never_replaced_by_a_derived_one():
+    # The engine's own prompt count stands even where the parts add up to something else.
+    a = _sim(prompt_tokens=500, gpu_hit_tokens=10, storage_read_tokens=80, recomputed_tokens=10)
+    assert a.prompt_tokens == 500
+    assert a.matched["prompt_tokens"] == ["kvgate_sim_prompt_tokens_total"]
+    assert a.recomputed_tokens == 10 and a.cached_tokens == 90
+
+
+def test_a_counter_that_could_not_be_read_is_not_derived_from_the_others():
+    before = parse_metrics("kvgate_sim_prompt_tokens_total 500\nkvgate_sim_gpu_hit_tokens_total 0\n"
+                           "kvgate_sim_storage_read_tokens_total 0\n"
+                           "kvgate_sim_recomputed_tokens_total 0\n")
+    after = parse_metrics("kvgate_sim_prompt_tokens_total 40\nkvgate_sim_gpu_hit_tokens_total 10\n"
+                          "kvgate_sim_storage_read_tokens_total 80\n"
+                          "kvgate_sim_recomputed_tokens_total 10\n")
+    a = attribute("kvgate-sim", before, after)
+    assert a.prompt_tokens is None and "prompt_tokens" not in a.matched
+    assert a.errors["prompt_tokens"].startswith("kvgate_sim_prompt_tokens_total fell from 500")
+    assert a.cached_tokens == 90 and a.recomputed_tokens == 10

@@ -197,3 +197,30 @@ def test_colons_escaped_to_underscores_still_match():
         was = attribute_text(engine, escaped(text(f"{name}.before")),
                              escaped(text(f"{name}.after")))
         assert was.model_dump(exclude={"matched"}) == new.model_dump(exclude={"matched"})
+
+
+def _prefetched(after: str, rank: int, tokens: float) -> str:
+    return after.replace(f'storage_backend="file",tp_rank="{rank}"}} 8192.0',
+                         f'storage_backend="file",tp_rank="{rank}"}} {tokens}')
+
+
+def test_sglang_the_per_rank_counter_caps_the_per_request_count_rank_by_rank():
+    # Rank 5 prefetched half the context: the least rank is what every shard read. Rank 3
+    # counted more than the engine attributed to storage: no rank reads more than that count.
+    after = _prefetched(_prefetched(text("sglang-tp8.after"), 5, 4096.0), 3, 9000.0)
+    a = attribute_text("sglang", text("sglang-tp8.before"), after)
+    assert (a.storage_read_tokens, a.rank_mode) == (4096, "shard")
+    assert a.rank_reads == {f"tp_rank={r}": 4096 if r == 5 else PROBE for r in range(8)}
+    series = a.matched["storage_read_tokens"]
+    assert series[0].startswith('sglang:cached_tokens_total{cache_source="storage"')
+    assert series[2].startswith("sglang:prefetched_tokens_total{") and 'tp_rank="0"' in series[2]
+    assert series[-1] == ("derived: least of sglang[:_]cached_tokens_total{cache_source is "
+                          "storage} and the per-rank sglang[:_]prefetched_tokens_total"
+                          "{storage_backend is storage}")
+    assert len(series) == 2 + 8 + 1
+
+
+def test_sglang_ranks_that_agree_with_the_per_request_count_derive_nothing_more():
+    a = attribute_text("sglang", text("sglang-tp8.before"), text("sglang-tp8.after"))
+    assert a.matched["storage_read_tokens"][-1].startswith("sglang:prefetched_tokens_total{")
+    assert not any(m.startswith("derived: least") for m in a.matched["storage_read_tokens"])

@@ -254,3 +254,70 @@ def test_the_reports_evidence_table_has_one_row_per_signal():
         ["block devices nvme0n1", "storage side", "1e+09 bytes", "90-150 % of the engine's",
          "agrees", "shared; nvme0n1"],
         ["working set", "control", "—", "—", "not exposed", ""]]
+
+
+def _probe(**kw) -> ProbeEvidence:
+    return ProbeEvidence(engine="vllm", kv_bytes_per_token=10, rank_mode="shard", **kw)
+
+
+def test_two_probes_evidence_adds_up_figure_by_figure():
+    from gates.proof import CacheDrop
+
+    a = _probe(expected_tokens=100, probe_prompt_tokens=110, engine_prompt_tokens=120.0,
+               storage_read_tokens=90.0, storage_read_bytes=900.0, gpu_hit_tokens=1.0,
+               rank_reads={"tp_rank=0": 90.0, "tp_rank=1": 80.0},
+               storage=StorageReads(device_bytes=1000, nic_bytes=2000, rdma_bytes=3000),
+               process_read_bytes=500, probe_seconds=1.5, repetitions=1,
+               page_cache=CacheDrop(files=1, bytes=64), storage_read_failures=1.0,
+               cpu_hit_tokens=2.0, kv_dir_bytes=4000, devices_unwatched="tmpfs",
+               error="e1", input_errors=["x", "y"], unclassified=["u"])
+    b = _probe(expected_tokens=200, probe_prompt_tokens=210, engine_prompt_tokens=220.0,
+               storage_read_tokens=190.0, storage_read_bytes=1900.0, gpu_hit_tokens=3.0,
+               rank_reads={"tp_rank=1": 5.0, "tp_rank=2": 7.0},
+               storage=StorageReads(device_bytes=10, nic_bytes=20, rdma_bytes=30),
+               process_read_bytes=50, probe_seconds=2.25, repetitions=2,
+               page_cache=CacheDrop(files=2, bytes=128), storage_read_failures=4.0,
+               cpu_hit_tokens=5.0, kv_dir_bytes=3000, devices_unwatched="nfs",
+               error="e2", input_errors=["y", "z"], unclassified=["u", "v"])
+    both = a + b
+    assert both.model_dump(exclude={"page_cache"}) == _probe(
+        expected_tokens=300, probe_prompt_tokens=320, engine_prompt_tokens=340.0,
+        storage_read_tokens=280.0, storage_read_bytes=2800.0, gpu_hit_tokens=4.0,
+        rank_reads={"tp_rank=0": 90.0, "tp_rank=1": 85.0, "tp_rank=2": 7.0},
+        storage=StorageReads(device_bytes=1010, nic_bytes=2020, rdma_bytes=3030),
+        process_read_bytes=550, probe_seconds=3.75, repetitions=3, storage_read_failures=5.0,
+        cpu_hit_tokens=7.0, kv_dir_bytes=4000, devices_unwatched="tmpfs; nfs",
+        error="e1; e2", input_errors=["x", "y", "z"], unclassified=["u", "v"],
+    ).model_dump(exclude={"page_cache"})
+    assert (both.page_cache.files, both.page_cache.bytes, both.page_cache.probes) == (3, 192, 2)
+    # The largest the KV files held, whichever probe saw it; the same words said once.
+    assert (b + a).kv_dir_bytes == 4000 and (a + a).error == "e1"
+    assert (a + _probe()).error == "e1" and (_probe() + b).devices_unwatched == "nfs"
+
+
+def test_a_figure_one_probe_did_not_have_is_not_had_by_the_sum():
+    full = _probe(probe_prompt_tokens=1, engine_prompt_tokens=1.0, storage_read_tokens=1.0,
+                  storage_read_bytes=1.0, gpu_hit_tokens=1.0, process_read_bytes=1,
+                  storage=StorageReads(device_bytes=1, nic_bytes=1, rdma_bytes=1),
+                  storage_read_failures=1.0, cpu_hit_tokens=1.0, kv_dir_bytes=1)
+    missing = ("probe_prompt_tokens", "engine_prompt_tokens", "storage_read_tokens",
+               "storage_read_bytes", "gpu_hit_tokens", "process_read_bytes", "storage",
+               "storage_read_failures", "cpu_hit_tokens", "kv_dir_bytes", "page_cache")
+    for side in (full + _probe(), _probe() + full):
+        assert {k: getattr(side, k) for k in missing} == dict.fromkeys(missing)
+    partly = StorageReads(device_bytes=1)
+    summed = (full + _probe(storage=partly)).storage
+    assert (summed.device_bytes, summed.nic_bytes, summed.rdma_bytes) == (2, None, None)
+
+
+def test_the_storage_side_is_held_against_each_known_reference():
+    p = _probe(expected_tokens=100, storage_read_tokens=80.0, storage_read_bytes=900.0)
+    assert p.storage_references() == [(900.0, "the engine's read bytes"),
+                                      (1000, "the KV bytes the probe needed"),
+                                      (800.0, "the engine's tokens x KV bytes per token")]
+    for unknown in (float("nan"), float("inf"), 0.0, -1.0):
+        q = p.model_copy(update={"storage_read_bytes": unknown, "storage_read_tokens": unknown})
+        assert q.storage_references() == [(1000, "the KV bytes the probe needed")]
+    # Any positive figure is one, however small (a fraction of a byte is still not zero).
+    assert _probe(storage_read_bytes=0.5).storage_references() == [
+        (0.5, "the engine's read bytes")]

@@ -147,3 +147,22 @@ def test_a_replica_whose_gpu_hit_series_is_missing_is_not_summed_as_none(capsys,
     out = capsys.readouterr().out
     assert code == 2 and out.splitlines()[-1].startswith("ERROR"), out  # was PASS (exit 0)
     assert "gpu_hit_tokens: rank engine=2" in out, out
+
+
+def test_each_replica_a_gpu_hit_counter_lacks_is_named_and_its_figure_refused():
+    # Four DP engines; engines 2 and 3 served a share from the GPU cache, and their GPU-hit
+    # series are in neither scrape: the other counters name them, so the sum is refused.
+    idle = [engine_counts(prompt=8256, compute=64, disk=EXPECTED) for _ in range(4)]
+    probed = [engine_counts(prompt=8256 + 2000, compute=64, disk=EXPECTED + 2000)
+              for _ in range(2)] + [engine_counts(prompt=8256 + 2096, compute=64, gpu=96,
+                                                  disk=EXPECTED + 2000) for _ in range(2)]
+    before, after = render(idle), render(probed)
+    for engine in (2, 3):
+        for source in ("local_cache_hit", "device"):
+            before, after = _without(before, engine, source), _without(after, engine, source)
+    a = attribute("vllm", parse_metrics(before), parse_metrics(after))
+    assert a.gpu_hit_tokens is None and "gpu_hit_tokens" in a.unknown
+    assert a.errors["gpu_hit_tokens"] == "; ".join(
+        f"rank engine={e} is in the cpu_hit_tokens counter but in neither scrape of this one: "
+        "its figure was not read, and the other ranks' cannot stand for it" for e in (2, 3))
+    assert a.storage_read_tokens == 4 * 2000 and "storage_read_tokens" not in a.errors
