@@ -224,3 +224,50 @@ def test_sglang_ranks_that_agree_with_the_per_request_count_derive_nothing_more(
     a = attribute_text("sglang", text("sglang-tp8.before"), text("sglang-tp8.after"))
     assert a.matched["storage_read_tokens"][-1].startswith("sglang:prefetched_tokens_total{")
     assert not any(m.startswith("derived: least") for m in a.matched["storage_read_tokens"])
+
+
+def _vllm_disk(after: bool) -> str:
+    from _expositions import engine_counts, render
+
+    disk = 2 * PROBE if after else PROBE  # one probe's worth read from vLLM's disk tier
+    return render([engine_counts(prompt=8256 + (8256 if after else 0), compute=64, disk=disk)])
+
+
+def test_lmcache_a_worker_at_zero_fails_the_shard_behind_vllms_own_disk_count():
+    # vLLM's tier split says 8,192 tokens came from disk; LMCache's worker 3 read none of its
+    # shard. The per-rank counter further down still speaks: the least rank is what was read.
+    a = attribute_text("lmcache", _vllm_disk(False) + text("lmcache-tp8.before"),
+                       _vllm_disk(True) + text("lmcache-tp8-rank3-zero.after"))
+    assert (a.storage_read_tokens, a.rank_mode) == (0, "shard")
+    assert a.rank_reads["worker_id=3"] == 0 and len(a.rank_reads) == 8
+    assert a.matched["storage_read_tokens"][-1] == (
+        "derived: least of vllm[:_]prompt_tokens_cached_by_source_total{source is storage} and "
+        "the per-rank lmcache[:_]num_hit_tokens_total")
+
+
+def test_a_counter_without_ranks_further_down_is_not_read_once_one_answered():
+    # LMCache MP's L2 hit counter fell (its server restarted): it is not what answered, and
+    # having no ranks it cannot cap the answer, so it is not read at all.
+    l2 = ("# TYPE lmcache_mp_lookup_hit_l2_tokens counter\n"
+          "lmcache_mp_lookup_hit_l2_tokens_total {}\n")
+    a = attribute_text("lmcache", _vllm_disk(False) + l2.format(500),
+                       _vllm_disk(True) + l2.format(40))
+    assert a.storage_read_tokens == PROBE and "storage_read_tokens" not in a.errors
+
+
+def test_only_counters_naming_their_ranks_by_the_same_labels_say_the_same_ranks():
+    from gates.proof.attribution import _unmatched
+
+    # DP x TP ranks beside a per-DP counter: different rank spaces, nothing to compare.
+    assert _unmatched({"storage_read_tokens": {"dp_rank=0,tp_rank=0": 1.0,
+                                               "dp_rank=0,tp_rank=1": 1.0},
+                       "gpu_hit_tokens": {"dp_rank=0": 0.0, "dp_rank=1": 0.0}}) == {}
+    # The same label, one value holding "=": the label is what precedes the first "=".
+    assert _unmatched({"storage_read_tokens": {"engine=a=1": 1.0, "engine=b": 1.0},
+                       "gpu_hit_tokens": {"engine=c=2": 0.0, "engine=b": 0.0}}) == {
+        "storage_read_tokens": "rank engine=c=2 is in the gpu_hit_tokens counter but in neither "
+                               "scrape of this one: its figure was not read, and the other "
+                               "ranks' cannot stand for it",
+        "gpu_hit_tokens": "rank engine=a=1 is in the storage_read_tokens counter but in "
+                          "neither scrape of this one: its figure was not read, and the other "
+                          "ranks' cannot stand for it"}

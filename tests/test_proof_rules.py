@@ -458,3 +458,22 @@ def test_a_label_the_rule_does_not_know_that_varies_within_a_rank_is_unclassifie
         "hits_total: label host, zone takes several values within one rank; the rules for this "
         "engine do not say whether those are ranks that each count every token (the least "
         "counts) or replicas serving different requests (they add up), so they are not added")
+
+
+def test_a_rule_reads_its_family_with_or_without_a_counters_total():
+    # The Rust crate and the text format may leave "_total" off; OpenMetrics adds it.
+    found = _answer(rule("hits_total"), _scrape(("hits", {}, 1.0)), _scrape(("hits", {}, 4.0)))
+    assert found.value == 3.0 and found.series == ["hits"]
+    found = _answer(rule("hits"), _scrape(("hits_total", {}, 1.0)),
+                    _scrape(("hits_total", {}, 5.0)))
+    assert found.value == 4.0 and found.series == ["hits_total"]
+    assert _answer(rule("hit"), _scrape(("hits_total", {}, 1.0)),
+                   _scrape(("hits_total", {}, 5.0))) is None
+
+
+def test_a_rank_label_a_series_lacks_reads_as_empty():
+    r = rule("hits_total", shard=("tp_rank",), split=("dp_rank",))
+    rows = [{"tp_rank": "0", "dp_rank": "0"}, {"tp_rank": "1"}]
+    found = _answer(r, _scrape(*[("hits_total", x, 0.0) for x in rows]),
+                    _scrape(*[("hits_total", x, 2.0) for x in rows]))
+    assert list(found.ranks) == ["dp_rank=0,tp_rank=0", "dp_rank=,tp_rank=1"]
