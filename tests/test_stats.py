@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gates.core.configuration import CvPlan, G2Limits
-from gates.core.statistics import above_claimed_band, median, speedup
+from gates.core.statistics import above_claimed_band, median, percentile, speedup
 from gates.core.statistics.stats import (
     Comparison,
     CvInterval,
@@ -164,6 +164,26 @@ def test_median_interpolates():
         median([])
 
 
+def test_percentiles_run_from_the_least_value_at_0_to_the_greatest_at_100():
+    xs = [3.0, 1.0, 2.0]
+    assert [percentile(xs, p) for p in (0, 0.5, 50, 75, 99.5, 100)] == approx([
+        1.0, 1.01, 2.0, 2.5, 2.99, 3.0])
+    assert percentile([], 50) is None
+    for p in (-0.5, 100.5):
+        with pytest.raises(ValueError) as refused:
+            percentile(xs, p)
+        assert str(refused.value) == f"percentile {p} is not between 0 and 100"
+    with pytest.raises(ValueError, match="^cannot take a percentile of NaN$"):
+        percentile([1.0, math.nan], 50)
+
+
+def test_an_unbounded_value_interpolates_to_itself_and_leaves_the_others_alone():
+    # inf - inf is NaN: neighbours that are equal, or a point on one of them, are not blended.
+    assert percentile([1.0, math.inf, math.inf], 75) == math.inf
+    assert percentile([1.0, math.inf], 0) == 1.0
+    assert percentile([-math.inf, 1.0], 100) == 1.0
+
+
 # ---- the decision rule ----------------------------------------------------------------------
 
 def comp(point, lo, hi) -> Comparison:
@@ -186,6 +206,11 @@ RULES = ["point", "lower_confidence_bound"]
 ])
 def test_decide_branches_shared_by_both_rules(rule, c, expected):
     assert decide(c, AT_LEAST_25, rule) == expected
+
+
+def test_decide_holds_the_point_to_the_guard_band_unless_told_otherwise():
+    banded = Limit.at_least(25.0, "%", marginal=0.1)  # band 22.5..27.5
+    assert decide(comp(30, 26, 34), banded) == Outcome.PASS  # the point rule's answer
 
 
 def test_decide_rules_differ_on_the_guard_band():
@@ -215,8 +240,10 @@ def test_decide_upper_limits_use_the_upper_end(rule):
 
 
 def test_decide_rejects_unknown_rule():
-    with pytest.raises(ValueError, match="unknown decision statistic"):
+    with pytest.raises(ValueError) as refused:
         decide(comp(30, 27, 33), AT_LEAST_25, "mean")
+    assert str(refused.value) == ("unknown decision statistic 'mean': 'point' or "
+                                  "'lower_confidence_bound'")
 
 
 def test_comparison_interval_ordered():

@@ -150,6 +150,23 @@ def test_error_blocked_not_applicable():
     assert (na.outcome, na.note, na.margin) == (NA, "transport is tcp", None)
 
 
+def test_measured_judges_its_interval_and_keeps_it():
+    limit = Limit.at_least(10, "GB/s", key="g1.seq_read_bw_min")
+    assert limit.key == "g1.seq_read_bw_min"
+    m = Measurement.measured("seq read", 12, limit, interval=(9, 15))
+    assert (m.outcome, m.interval, m.note) == (M, (9, 15), "")  # the interval reaches past 10
+    assert Measurement.measured("seq read", 12, limit).outcome is P
+
+
+def test_covered_says_how_many_were_read_and_names_the_rest():
+    from gates.core.verdicts.verdict import Covered
+    assert Covered(what="pairs", expected=8, read=8).describe() == "pairs read 8 of 8"
+    assert Covered(what="pairs", expected=8, read=6, missing=["#3 ENOSPC (28)", "#5 timeout"]
+                   ).describe() == "pairs read 6 of 8 (75%); not read: #3 ENOSPC (28); #5 timeout"
+    assert Covered(what="pairs", expected=8, read=6).describe() == "pairs read 6 of 8 (75%)"
+    assert Covered(what="pairs", expected=0, read=0).describe() == "pairs read 0 of 0"
+
+
 def test_an_error_keeps_the_limit_it_could_not_be_judged_against():
     limit = Limit.at_most(500, "µs")
     err = Measurement.error("p99 latency", "no samples", limit)
