@@ -271,3 +271,15 @@ def test_only_counters_naming_their_ranks_by_the_same_labels_say_the_same_ranks(
         "gpu_hit_tokens": "rank engine=a=1 is in the storage_read_tokens counter but in "
                           "neither scrape of this one: its figure was not read, and the other "
                           "ranks' cannot stand for it"}
+
+
+def test_a_counter_the_proof_does_not_read_neither_names_ranks_nor_is_refused():
+    from gates.proof.attribution import _unmatched
+
+    # The cached-token counter names a third engine the storage counter lacks: the proof does
+    # not read cached tokens, so neither of them is refused for it.
+    three = {f"engine={e}": 1.0 for e in range(3)}
+    assert _unmatched({"cached_tokens": three,
+                       "storage_read_tokens": {"engine=0": 1.0, "engine=1": 1.0}}) == {}
+    assert _unmatched({"storage_write_tokens": {"engine=0": 1.0, "engine=1": 1.0},
+                       "storage_read_tokens": three}) == {}
