@@ -17,6 +17,7 @@ from gates.soak.load_rules import (
     soak_measurements,
     total_gap,
 )
+from gates.soak.readings import span_coverage
 from gates.soak.rules import (
     KERNEL,
     PATHS,
@@ -614,24 +615,78 @@ def test_paths_live_names_the_windows_a_path_was_down_in():
     assert (up.outcome, up.evidence) == (Outcome.PASS, ["windows read 6 of 6"])
 
 
-def test_a_read_reading_without_a_count_counts_none_and_a_path_reading_without_one_is_down():
+def test_a_reading_without_the_count_its_rule_judges_was_not_read():
     """The collectors always write their counts; a reading without one (hand-made, or stored
-    by another version) is taken today as none found, except a path count: a reading that
-    does not say how many paths it saw, or how many were live, is a window with a path down.
-    (Reported on #43: a missing count arguably is a signal not read.)"""
-    bare = windows(3, health=lambda i: {c: HealthReading() for c in (VERIFY, SMART, KERNEL)})
-    assert (verify_errors(bare, LIMITS).value, kernel_errors(bare).value) == (0, 0)
+    by another version) was not read: it counts against the rule with why, never as none
+    found, and a path reading that does not say how many paths it saw is no path down
+    (#43: nothing unmeasured passes)."""
+    bare = windows(3, health=lambda i: {c: HealthReading() for c in (VERIFY, SMART, KERNEL,
+                                                                       PATHS)})
     media, warned = media_errors(bare)
-    assert (media.outcome, media.value, warned.outcome, warned.value) == (
-        Outcome.PASS, 0, Outcome.PASS, 0)
-    assert media.evidence[1] == "error-log entries +0 (not judged: nvme-cli's own queries add some)"
-    # A first reading without its delta: the new errors count from its own value.
-    undelta = windows(3, health=lambda i: {SMART: ok(media_errors=7)})
-    assert media_errors(undelta)[0].value == 0
-    # A refused pass that reports no mismatch count is still one error.
+    smart = "media_errors or media_errors_delta or critical_warning"
+    for m, what, count in ((verify_errors(bare, LIMITS), "fio verify", "verify_errors"),
+                           (media, "SMART", smart),
+                           (warned, "SMART", smart),
+                           (kernel_errors(bare), "kernel log", "hits"),
+                           (paths_live(bare), "NVMe-oF path", "live or total")):
+        why = f"its reading has no {count}"
+        assert m.outcome is Outcome.ERROR, m
+        assert m.note == f"{what} could not be read in any window: {why}"
+        assert m.evidence == [f"windows read 0 of 3 (0%); not read: #0 {why}; #1 {why}; #2 {why}"]
+    for values, missing in (({"total": 1.0}, "live"), ({"live": 1.0}, "total")):
+        m = paths_live(windows(3, health=lambda i, v=values: {
+            PATHS: HealthReading(values=v) if i == 1 else ok(live=1, total=1)}))
+        assert (m.outcome, m.evidence[0]) == (
+            Outcome.ERROR, f"windows read 2 of 3 (67%); not read: #1 its reading has no {missing}")
+
+
+def test_a_count_missing_in_one_window_is_not_read_and_a_found_error_still_fails():
+    """Two windows counted, one without its count: the count found stands as a FAIL, and the
+    window without it is named; none found elsewhere is no PASS while one was not read."""
+    kernel = kernel_errors(windows(3, health=lambda i: {KERNEL: (
+        ok(hits=2) if i == 0 else HealthReading() if i == 1 else ok(hits=0))}))
+    assert (kernel.outcome, kernel.value) == (Outcome.FAIL, 2)
+    assert kernel.evidence[0] == "windows read 2 of 3 (67%); not read: #1 its reading has no hits"
+    quiet = kernel_errors(windows(3, health=lambda i: {KERNEL: (
+        HealthReading() if i == 1 else ok(hits=0))}))
+    assert (quiet.outcome, quiet.value) == (Outcome.ERROR, 0)
+
+
+def test_a_smart_reading_without_its_delta_and_a_refused_pass_without_its_count_are_not_read():
+    """Without the delta against the snapshot before it, a window's new media errors are
+    unknown (the collector says so itself for its first window); a refused verify pass that
+    lacks its mismatch count was not read either."""
+    undelta = windows(3, health=lambda i: {SMART: ok(media_errors=7, critical_warning=0)})
+    assert [m.outcome for m in media_errors(undelta)] == [Outcome.ERROR, Outcome.ERROR]
+    delta = windows(3, health=lambda i: {SMART: ok(media_errors=7 + i, media_errors_delta=1,
+                                                   critical_warning=0)})
+    assert media_errors(delta)[0].value == 3  # the last reading less the first one's base
     refused = windows(1, health=lambda i: {VERIFY: HealthReading(
         status="alert", values={"job_errors": 1.0}, reason="EROFS")})
-    assert verify_errors(refused, LIMITS).value == 1
-    for values in ({"total": 1.0}, {"live": 1.0}, {}):
-        m = paths_live(windows(3, health=lambda i, v=values: {PATHS: HealthReading(values=v)}))
-        assert (m.outcome, m.value) == (Outcome.FAIL, 3), values
+    assert verify_errors(refused, LIMITS).outcome is Outcome.ERROR
+
+
+def test_windows_without_a_reading_beside_ones_saying_not_applicable_are_not_read():
+    """N/A is a fact of the site only where every window says so: windows with no reading
+    beside them were not read, an ERROR naming them, never NOT APPLICABLE."""
+    mixed = windows(3, health=lambda i: {KERNEL: HealthReading.not_applicable("no dmesg")}
+                    if i == 0 else {})
+    m = kernel_errors(mixed)
+    assert m.outcome is Outcome.ERROR
+    assert m.note == ("kernel log could not be read in any window: some windows have no "
+                      "reading, the others say not applicable")
+    assert m.evidence == ["windows read 0 of 3 (0%); not read: #0 not applicable in this window "
+                          "alone: no dmesg; #1 no reading; #2 no reading"]
+
+
+def test_an_unread_span_is_named_once_with_the_window_that_left_it_unread():
+    """A span of one window is labelled by it, so its reason does not name it again; a longer
+    span names which of its windows was not read."""
+    w = windows(4)
+    w[1] = w[1].model_copy(update={"requests": 0})
+    single = span_coverage([[x] for x in w])
+    assert single.describe() == ("spans read 3 of 4 (75%); not read: window #1 the load "
+                                 "generator sent no request in it")
+    paired = span_coverage([w[:2], w[2:]])
+    assert paired.describe() == ("spans read 1 of 2 (50%); not read: windows #0-#1 #1 the load "
+                                 "generator sent no request in it")

@@ -24,6 +24,12 @@ from .rules import KERNEL, PATHS, SMART, VERIFY, HealthReading, WindowRecord
 # windows could be declared away would PASS on what it never looked at.
 HEALTH_COVERAGE_MIN = 1.0
 READ = ("ok", "alert")
+# What each rule counts, as the collectors write it (fio_verify._window, nvme_health,
+# kernel_log.hits_reading): a reading without its count was not read, never read as none
+# found. fio writes job_errors only for a pass the storage refused, so it is not required.
+COUNTS = {VERIFY: ("verify_errors",),
+          SMART: ("media_errors", "media_errors_delta", "critical_warning"),
+          KERNEL: ("hits",), PATHS: ("live", "total")}
 MAX_EVIDENCE = 20
 
 
@@ -37,7 +43,9 @@ def coverage(windows: list[WindowRecord], collector: str, absent: Absent = None)
         reading = w.health.get(collector)
         if reading is None:
             continue  # Coverage names it: "no reading"
-        if reading.status in READ:
+        if reading.status in READ and (lacking := _lacking(collector, reading)):
+            failed[w.index] = f"its reading has no {' or '.join(lacking)}"
+        elif reading.status in READ:
             read.append(w.index)
         elif reading.status == "error":
             failed[w.index] = reading.reason or "could not be read"
@@ -47,25 +55,36 @@ def coverage(windows: list[WindowRecord], collector: str, absent: Absent = None)
                     what="windows")
 
 
+def _lacking(collector: str, reading: HealthReading) -> list[str]:
+    """The counts a rule judges that this reading does not carry: it was not read."""
+    return [key for key in COUNTS[collector] if key not in reading.values]
+
+
+def _usable(collector: str, reading: HealthReading) -> bool:
+    return reading.status in READ and not _lacking(collector, reading)
+
+
 def _read(windows: list[WindowRecord], collector: str) -> list[tuple[WindowRecord, HealthReading]]:
     return [(w, w.health[collector]) for w in windows
-            if collector in w.health and w.health[collector].status in READ]
+            if collector in w.health and _usable(collector, w.health[collector])]
 
 
 def _unmeasured(name: str, windows: list[WindowRecord], collector: str,
                 what: str, absent: Absent = None) -> Measurement | None:
-    """N/A (a fact of the site, with its reason) or ERROR when no window was read at all."""
-    readings = [w.health[collector] for w in windows if collector in w.health]
-    if any(r.status in READ for r in readings):
+    """N/A (every window says the site has no such signal, with its reason) or ERROR when no
+    window was read at all: a window with no reading next to ones saying N/A was not read."""
+    readings = {w.index: w.health[collector] for w in windows if collector in w.health}
+    if any(_usable(collector, r) for r in readings.values()):
         return None
     if not readings:
         return Measurement.error(name, f"no window has a {what} reading")
-    failed = [r for r in readings if r.status == "error"]
-    if failed:
-        return Measurement.error(name, f"{what} could not be read in any window: "
-                                       f"{failed[0].reason}",
-                                 evidence=[coverage(windows, collector, absent).describe()])
-    return Measurement.not_applicable(name, readings[0].reason)
+    cov = coverage(windows, collector, absent)
+    whys = [cov.failed[i] for i, r in readings.items() if r.status != "not applicable"]
+    if not whys and len(readings) == len(windows):
+        return Measurement.not_applicable(name, next(iter(readings.values())).reason)
+    why = whys[0] if whys else "some windows have no reading, the others say not applicable"
+    return Measurement.error(name, f"{what} could not be read in any window: {why}",
+                             evidence=[cov.describe()])
 
 
 def _covered(windows: list[WindowRecord], collector: str, measured: Measurement,
@@ -81,7 +100,7 @@ def verify_errors(windows: list[WindowRecord], limits: G4Limits,
     if (early := _unmeasured(name, windows, VERIFY, "fio verify", absent)) is not None:
         return early
     read = _read(windows, VERIFY)
-    mismatches = sum(r.values.get("verify_errors", 0) for _, r in read)
+    mismatches = sum(r.values["verify_errors"] for _, r in read)
     refused = [(w, r) for w, r in read if r.values.get("job_errors", 0)]
     offsets = [f"window #{w.index}: {d}" for w, r in read for d in r.details]
     measured = Measurement.measured(
@@ -108,11 +127,11 @@ def media_errors(windows: list[WindowRecord], absent: Absent = None) -> list[Mea
     # The first reading's delta is against the snapshot taken before window 0 (or resume).
     # The counters are cumulative, yet a window not read still counts against the rule: a
     # critical warning is a state of that window, and after the last good reading nothing is.
-    base = first.get("media_errors", 0) - first.get("media_errors_delta", 0)
-    new = last.get("media_errors", 0) - base
+    base = first["media_errors"] - first["media_errors_delta"]
+    new = last["media_errors"] - base
     logs = last.get("error_log_entries", 0) - (first.get("error_log_entries", 0)
                                                - first.get("error_log_entries_delta", 0))
-    warned = [w.index for w, r in read if r.values.get("critical_warning", 0)]
+    warned = [w.index for w, r in read if r.values["critical_warning"]]
     temps = [r.values["temperature_max_c"] for _, r in read if "temperature_max_c" in r.values]
     evidence = [f"error-log entries +{logs:.0f} (not judged: nvme-cli's own queries add some)",
                 *([f"temperature {min(temps):.0f}-{max(temps):.0f} °C"] if temps else [])]
@@ -131,7 +150,7 @@ def kernel_errors(windows: list[WindowRecord], absent: Absent = None) -> Measure
     if (early := _unmeasured(name, windows, KERNEL, "kernel log", absent)) is not None:
         return early
     read = _read(windows, KERNEL)
-    hits = sum(r.values.get("hits", 0) for _, r in read)
+    hits = sum(r.values["hits"] for _, r in read)
     lines = [f"window #{w.index}: {d}" for w, r in read for d in r.details]
     return _covered(windows, KERNEL, absent=absent, measured=Measurement.measured(
         name, hits, Limit.at_most(0, "lines"), evidence=lines[:MAX_EVIDENCE],
@@ -144,7 +163,7 @@ def paths_live(windows: list[WindowRecord], absent: Absent = None) -> Measuremen
     if (early := _unmeasured(name, windows, PATHS, "NVMe-oF path", absent)) is not None:
         return early
     down = [w.index for w, r in _read(windows, PATHS)
-            if r.values.get("live", 0) < r.values.get("total", 0) or not r.values.get("total")]
+            if r.values["live"] < r.values["total"] or not r.values["total"]]
     return _covered(windows, PATHS, absent=absent, measured=Measurement.measured(
         name, len(down), Limit.at_most(0, "windows"),
         evidence=[f"a path was down in windows {down[:MAX_EVIDENCE]}"] if down else []))

@@ -99,7 +99,9 @@ def span_coverage(blocks: list[list[WindowRecord]],
     Those after the last committed window are the spans the soak never ran: one unit, unread.
     """
     labels = [span_label(b) for b in blocks]
-    unread = {label: [f"#{w.index} {why}" for w in b if (why := throughput_not_read(w))]
+    # A span of one window is labelled by it ("window #3"): its reason needs no "#3" again.
+    unread = {label: [why if len(b) == 1 else f"#{w.index} {why}"
+                      for w in b if (why := throughput_not_read(w))]
               for label, b in zip(labels, blocks, strict=True)}
     last, after = blocks[-1][-1].index, []
     for i, why in sorted((absent or {}).items()):
