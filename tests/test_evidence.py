@@ -321,3 +321,75 @@ def test_the_storage_side_is_held_against_each_known_reference():
     # Any positive figure is one, however small (a fraction of a byte is still not zero).
     assert _probe(storage_read_bytes=0.5).storage_references() == [
         (0.5, "the engine's read bytes")]
+
+
+def _row(name: str, agreement: Agreement, kind: Kind = Kind.ENGINE, **kw) -> Signal:
+    return Signal(kind=kind, signal=name, agreement=agreement, **kw)
+
+
+def test_an_error_chain_names_every_row_that_could_not_be_read():
+    rows = [_row("a", Agreement.ERROR, note="unpaired"), _row("b", Agreement.ERROR, expected="≥ 1"),
+            _row("c", Agreement.DISAGREES), ENGINE, DEVICE]
+    verdict = judge_chain(rows)
+    assert (verdict.word, verdict.reason) == ("ERROR", "ERROR: a: unpaired; b: ≥ 1")
+
+
+def test_a_probe_that_could_not_examine_the_storage_says_so_and_names_each_disagreement():
+    rows = [_row("cpu tier", Agreement.INCONCLUSIVE, Kind.CONTROL, voids_probe=True,
+                 note="holds it all"),
+            _row("tier2", Agreement.INCONCLUSIVE, Kind.CONTROL, voids_probe=True, expected="x"),
+            _row("agreeing", Agreement.AGREES, Kind.CONTROL, voids_probe=True),
+            _row("rank 1", Agreement.DISAGREES), _row("rank 2", Agreement.DISAGREES), DEVICE]
+    verdict = judge_chain(rows)
+    assert verdict.word == "INCONCLUSIVE" and verdict.reason == (
+        "INCONCLUSIVE: cpu tier: holds it all; tier2: x; so rank 1 disagrees without judging "
+        "the storage; so rank 2 disagrees without judging the storage")
+
+
+def test_a_failed_chain_names_each_disagreeing_row_with_its_line():
+    one, two = _row("rank 1", Agreement.DISAGREES), _row("rank 2", Agreement.DISAGREES, value=3)
+    verdict = judge_chain([ENGINE, DEVICE, one, two])
+    assert verdict.word == "FAIL" and verdict.reason == (
+        f"rank 1 disagrees: {one.line()}; rank 2 disagrees: {two.line()}")
+
+
+def test_an_undecided_chain_names_each_row_that_cannot_tell():
+    rows = [ENGINE, DEVICE, _row("ws", Agreement.INCONCLUSIVE, Kind.CONTROL, note="fits"),
+            _row("nic", Agreement.INCONCLUSIVE, Kind.STORAGE, expected="90-150 %")]
+    verdict = judge_chain(rows)
+    assert (verdict.word, verdict.reason) == ("INCONCLUSIVE",
+                                              "INCONCLUSIVE: ws: fits; nic: 90-150 %")
+
+
+def test_a_chain_without_an_agreeing_engine_counter_or_storage_side_is_undecided():
+    alone = judge_chain([DEVICE, _row("absent", Agreement.ABSENT)])
+    assert (alone.word, alone.reason) == ("INCONCLUSIVE", "INCONCLUSIVE: no engine counter of "
+                                          "storage reads is exposed, or none moved")
+    blind = judge_chain([ENGINE, _row("ctl", Agreement.AGREES, Kind.CONTROL)])
+    assert (blind.word, blind.reason) == ("INCONCLUSIVE", (
+        "INCONCLUSIVE: no storage-side signal agrees (name the array's block devices in "
+        "[topology] devices, or its NICs in [topology] interfaces for NVMe-oF)"))
+
+
+def test_caveated_engine_counters_are_each_named_and_one_without_a_caveat_suffices():
+    a = ENGINE.model_copy(update={"signal": "a", "caveat": "tier-blind"})
+    b = ENGINE.model_copy(update={"signal": "b", "caveat": "counted before"})
+    verdict = judge_chain([a, b, DEVICE])
+    assert (verdict.word, verdict.reason) == ("INCONCLUSIVE", (
+        "INCONCLUSIVE: the engine's counters cannot tell storage from memory (a: tier-blind; "
+        "b: counted before) and no control shows that memory could not have served the probe"))
+    assert judge_chain([a, ENGINE, DEVICE]).word == "PASS"
+    # A control that rules memory out counts only where it agrees.
+    ruled = _row("drop", Agreement.ABSENT, Kind.CONTROL, rules_out_memory=True)
+    assert judge_chain([a, b, DEVICE, ruled]).word == "INCONCLUSIVE"
+    agreeing = ruled.model_copy(update={"agreement": Agreement.AGREES})
+    assert judge_chain([a, b, DEVICE, agreeing]).word == "PASS"
+
+
+def test_a_passing_chain_names_every_agreeing_row_in_order():
+    rows = [ENGINE, _row("absent", Agreement.ABSENT), DEVICE,
+            _row("ws", Agreement.AGREES, Kind.CONTROL)]
+    verdict = judge_chain(rows)
+    assert (verdict.word, verdict.reason) == ("PASS", (
+        "the engine's counters and the storage side agree: "
+        "vllm:external_prefix_cache_hits_total, block devices nvme0n1, ws"))

@@ -477,3 +477,90 @@ def test_a_rank_label_a_series_lacks_reads_as_empty():
     found = _answer(r, _scrape(*[("hits_total", x, 0.0) for x in rows]),
                     _scrape(*[("hits_total", x, 2.0) for x in rows]))
     assert list(found.ranks) == ["dp_rank=0,tp_rank=0", "dp_rank=,tp_rank=1"]
+
+
+def test_a_series_without_the_tier_label_that_moved_is_unclassified_by_its_empty_value():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage")
+    with pytest.raises(Unclassified) as e:
+        _answer(r, _scrape(("hits_total", {}, 0.0)), _scrape(("hits_total", {}, 2.0)))
+    assert str(e.value) == (
+        'hits_total: cache_hit_source="" moved in the probe, and the engine\'s source read for '
+        "kvgate does not say whether that tier is storage, memory or another host's memory")
+
+
+@pytest.mark.parametrize("backends, named", [([], "(not named)"), (["file", "mooncake"],
+                                                                   "file|mooncake")])
+def test_a_tier_deferring_to_a_backend_none_or_several_name_is_unclassified(backends, named):
+    r = rule("cached_total", tier="cache_source", space="sglang.cache_source", cls="storage",
+             roster="info", backend="storage_backend")
+    info = [("info", {"storage_backend": b}, 1.0) for b in backends]
+    before = _scrape(("cached_total", {"cache_source": "storage"}, 0.0),
+                     ("cached_total", {"cache_source": "odd"}, 0.0), *info)
+    after = _scrape(("cached_total", {"cache_source": "storage"}, 6.0),
+                    ("cached_total", {"cache_source": "odd"}, 1.0), *info)
+    with pytest.raises(Unclassified) as e:
+        _answer(r, before, after)
+    assert str(e.value) == (
+        f'cached_total: cache_source="storage" with storage_backend="{named}", cache_source="odd" '
+        "moved in the probe, and the engine's source read for kvgate does not say whether that "
+        "tier is storage, memory or another host's memory")
+
+
+def _nvme(before: float, after: float) -> tuple[MetricSet, MetricSet]:
+    return (_tiered({"disk": 0.0, "nvme9": before}), _tiered({"disk": 3.0, "nvme9": after}))
+
+
+def test_an_unknown_tier_counts_against_the_rule_only_once_it_moved():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage")
+    assert _answer(r, *_nvme(5.0, 5.0)).value == 3.0  # there, but did not move
+    with pytest.raises(Unclassified, match='cache_hit_source="nvme9" moved'):
+        _answer(r, *_nvme(5.0, 6.0))  # one token is a move
+
+
+def test_an_unknown_tier_before_an_expected_restart_is_judged_by_its_move_after_it():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage")
+    before, after = _nvme(5.0, 0.0)
+    before.samples.append(Sample(name="process_start_time_seconds", value=1.0))
+    after.samples.append(Sample(name="process_start_time_seconds", value=2.0))
+    p = Pairing(before, after, restart_expected=True)
+    assert answer(r, p).value == 3.0
+
+
+def test_a_lazy_family_new_in_the_probe_is_classified_and_checked_as_it_says():
+    r = rule("hits_total", tier="cache_hit_source", space="vllm.cache_hit_source", cls="storage",
+             lazy=True)
+    with pytest.raises(Unclassified, match='cache_hit_source="nvme9" moved'):
+        _answer(r, _scrape(("other", {}, 1.0)), _tiered({"disk": 3.0, "nvme9": 1.0}),
+                same_engine=True)
+    unless = rule("hits_total", unless={"source": "unspecified"}, source="all", lazy=True)
+    after = _scrape(("other", {}, 1.0), ("hits_total", {"source": "all"}, 8.0),
+                    ("hits_total", {"source": "unspecified"}, 1.0))
+    assert _answer(unless, _scrape(("other", {}, 1.0)), after, same_engine=True) is None
+
+
+def test_a_label_a_series_lacks_reads_as_empty_as_in_promql():
+    r = rule("hits_total", source="(?:disk)?")
+    rows = [("hits_total", {"source": "disk"}, 0.0), ("hits_total", {}, 0.0),
+            ("hits_total", {"source": "cpu"}, 0.0)]
+    found = _answer(r, _scrape(*rows), _scrape(*[(n, labels, 2.0) for n, labels, _ in rows]))
+    assert found.value == 4.0 and found.series == ['hits_total{source="disk"}', "hits_total"]
+
+
+def test_one_rank_alone_is_no_ranks():
+    r = rule("hits_total", shard=("tp_rank",))
+    found = _answer(r, _scrape(*_tp({"0": 1.0})), _scrape(*_tp({"0": 5.0})))
+    assert found == Found(value=4.0, series=['hits_total{tp_rank="0"}'])
+
+
+def test_without_a_before_scrape_a_rule_answers_the_totals_and_shards_their_least():
+    r = rule("hits_total", shard=("tp_rank",))
+    found = answer(r, Pairing(None, _scrape(*_tp({"0": 5.0, "1": 7.0}))))
+    assert (found.value, found.ranks) == (5.0, {"tp_rank=0": 5.0, "tp_rank=1": 7.0})
+
+
+def test_series_that_vanished_are_an_error_naming_the_first():
+    before = _scrape(*_tp({"0": 1.0, "1": 1.0, "2": 1.0}))
+    with pytest.raises(PairingError) as e:
+        _answer(rule("hits_total"), before, _scrape(*_tp({"0": 2.0})))
+    assert str(e.value) == ('hits_total{tp_rank="1"} is in the before scrape but not in the '
+                            "after scrape")
