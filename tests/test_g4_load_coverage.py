@@ -524,3 +524,24 @@ def test_a_rehearsal_keeps_marginal_only_where_the_point_is_farther_past_than_it
         id, measured, said):
     assert measured.outcome is Outcome.MARGINAL
     assert rehearsed(measured, id).outcome is said
+
+
+def test_a_soak_half_a_second_short_of_its_plan_is_short():
+    plan = SoakPlan(run_id="r", duration=8 * 300.0, window=300.0)
+    runs = windows([100.0] * 8)
+    runs[7] = runs[7].model_copy(update={"end": runs[7].end - 0.5})
+    m = judged(runs, plan)["g4.effective_duration"]
+    assert m.outcome is Outcome.FAIL and m.value == 2399.5
+    assert m.unit == "s" and m.limit.key == "g4.duration"  # the record names the limit's key
+
+
+def test_a_window_whose_length_was_lost_undoes_a_fail_only_if_a_whole_window_could():
+    """#7 never ran and #2's clock lost its length: 6 windows known (1800 s) and #2 at most a
+    whole window (300 s) still fall short of 2400 s, so the FAIL stands."""
+    plan = SoakPlan(run_id="r", duration=8 * 300.0, window=300.0)
+    runs = windows([100.0] * 7)
+    runs[2] = runs[2].model_copy(update={"end": runs[2].start - 10})
+    m = judged(runs, plan)["g4.effective_duration"]
+    assert m.outcome is Outcome.FAIL and m.value == 1800.0, m
+    assert m.note == f"7 of 8 windows committed; {SHORTENED}"
+    assert m.evidence[0].startswith("windows read 6 of 8 (75%); not read: #2 its clock reads")
