@@ -373,3 +373,26 @@ def test_a_counter_that_could_not_be_read_is_not_derived_from_the_others():
     assert a.prompt_tokens is None and "prompt_tokens" not in a.matched
     assert a.errors["prompt_tokens"].startswith("kvgate_sim_prompt_tokens_total fell from 500")
     assert a.cached_tokens == 90 and a.recomputed_tokens == 10
+
+
+def test_an_unknown_engine_is_refused_naming_every_known_one():
+    with pytest.raises(AttributionError) as e:
+        attribute("tgi", MetricSet(), MetricSet())
+    assert str(e.value) == ("unknown engine 'tgi'; known: vllm, lmcache, vllm-native, sglang, "
+                            "dynamo-kvbm, llamacpp, kvgate-sim")
+
+
+def test_an_expected_restart_shown_by_the_start_time_counts_from_the_restart():
+    def scrape(prompt: float, started: float) -> MetricSet:
+        return parse_metrics(f"process_start_time_seconds {started}\n"
+                             f"kvgate_sim_prompt_tokens_total {prompt}\n")
+    a = attribute("kvgate-sim", scrape(500, 1.0), scrape(40, 2.0), restart_expected=True)
+    assert a.prompt_tokens == 40 and not a.errors
+
+
+def test_blocks_converted_without_a_token_counter_carry_the_blocks_caveat():
+    text = "kvbm_onboard_blocks_d2d {}\ndynamo_frontend_model_kv_cache_block_size 16\n"
+    a = attribute("dynamo-kvbm", parse_metrics(text.format(0)), parse_metrics(text.format(512)))
+    assert a.storage_read_tokens == 512 * 16
+    assert a.caveats["storage_read_tokens"] == a.caveats["storage_read_blocks"]
+    assert a.caveats["storage_read_tokens"].startswith("counted before the transfer: ")

@@ -149,3 +149,22 @@ def test_storage_claimed_never_exceeds_what_the_engine_left_unattributed(engines
         assert a.storage_read_tokens <= sum(blind)
     for rank, value in a.rank_reads.items():
         assert value <= ceiling[int(rank.split("=")[1])]
+
+
+def test_a_tier_the_rules_cannot_place_leaves_only_its_quantity_unread():
+    from _expositions import CACHED_BY_SOURCE, engine_counts
+
+    def engine(prompt: float, nvme: float) -> dict:
+        counts = engine_counts(prompt=prompt, compute=64, disk=100, host=50)
+        counts[CACHED_BY_SOURCE[0]]["nvme9"] = nvme  # a source no vLLM release names
+        return counts
+
+    a = attribute("vllm", parse_metrics(render([engine(1000, 0)])),
+                  parse_metrics(render([engine(2000, 8)])))
+    assert a.unclassified == {"storage_read_tokens": (
+        'vllm[:_]prompt_tokens_cached_by_source_total: source="nvme9" moved in the probe, and '
+        "the engine's source read for kvgate does not say whether that tier is storage, memory "
+        "or another host's memory")}
+    assert a.storage_read_tokens is None and "storage_read_tokens" not in a.errors
+    # The quantities after it are still read.
+    assert (a.prompt_tokens, a.gpu_hit_tokens, a.cpu_hit_tokens) == (1000, 0, 0)
