@@ -207,6 +207,44 @@ def test_each_engine_claims_at_most_its_own_unattributed_remainder():
     assert found.ranks == {"engine=0": 15, "engine=1": 30}
 
 
+def test_a_blind_counter_without_ranks_is_held_against_the_engines_totals():
+    # One LMCache MP server (or KVBM leader) behind two DP engines: its counter has no engine
+    # label. It saw 45, less the 20 the engines attributed (disk 10, host 10): 25 of their 40
+    # unattributed, on top of the 10 they attributed to storage. Rank by rank it claimed 0.
+    engine = {"split": ("engine",)}
+    split = Split(tiers=HITS.model_copy(update=engine),
+                  blind=[Blind(rule=LOADED, minus=[NAMED.model_copy(update=engine)])])
+    p = phase({**ranked(0, disk=5, host=10, external_unspecified=20),
+               **ranked(1, disk=5, host=0, external_unspecified=20), "loaded_total": 45})
+    found = split_reads(split, p)
+    assert found.value == 35 and found.ranks == {}
+    assert found.series[-1].endswith("of the 40 unattributed tokens 25 claimed by the tier-blind "
+                                     "loaded (45 seen less 20 attributed)")
+
+
+def test_disk_tokens_of_one_engine_only_are_kept_when_the_others_are_ranked():
+    # Engine 0 read 5 tokens from disk, engine 1 none (no series of it): rank by rank the 5
+    # were lost (40, "35 claimed"); on the totals they stand beside the 35 claimed.
+    split = Split(tiers=HITS.model_copy(update={"split": ("engine",)}),
+                  blind=[Blind(rule=rule("loaded", split=("engine",)))])
+    p = phase({**ranked(0, disk=5, external_unspecified=20),
+               **ranked(1, external_unspecified=30),
+               'loaded_total{engine="0"}': 15, 'loaded_total{engine="1"}': 20})
+    found = split_reads(split, p)
+    assert found.value == 40 and found.ranks == {}
+    assert "of the 50 unattributed tokens 35 claimed" in found.series[-1]
+
+
+def test_a_ranked_blind_counter_never_claims_more_than_the_engines_unattributed_total():
+    # The engine's split has no rank label, the blind counter has two ranks: each rank held
+    # against the whole remainder (100) claimed 60 + 60 = 120 of it; on the totals, 100.
+    split = Split(tiers=HITS, blind=[Blind(rule=rule("loaded", split=("engine",)))])
+    p = phase({**hits(host=5, external_unspecified=100),
+               'loaded_total{engine="0"}': 60, 'loaded_total{engine="1"}': 60})
+    found = split_reads(split, p)
+    assert found.value == 100 and found.ranks == {}
+
+
 def test_a_blind_counter_whose_ranks_each_count_every_token_is_capped_by_the_engines_totals():
     # Shard ranks each saw the whole probe (80), whatever their ranks are called: each is held
     # against the engine's totals (100 unattributed, 10 attributed), never against the engine's

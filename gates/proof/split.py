@@ -66,6 +66,14 @@ def _by_rank(f: Found | None) -> dict[str, float]:
     return f.ranks or {"": f.value}
 
 
+def _aligned(ranks: dict[str, float], *counters: Found | None) -> bool:
+    """Whether every counter is split by the blind counter's ranks: an absent one, or a zero
+    without ranks (no disk series), takes no share of any rank."""
+    keys = set(ranks) - {""}
+    return bool(keys) and all(
+        c is None or set(c.ranks) == keys or (not c.ranks and c.value == 0) for c in counters)
+
+
 def check_void(b: Blind, p: Pairing) -> None:
     """Unclassified when a memory or peer tier this blind counter also counts moved."""
     for gate in b.void:
@@ -114,11 +122,17 @@ def _claim(disk: Found, rest: Found, seen: Found, b: Blind, p: Pairing, head: st
     minus = [answer(m, p) for m in b.minus]
     d, u, m = _by_rank(disk), _by_rank(rest), [_by_rank(x) for x in minus]
     ranks = _by_rank(seen)
-    if seen.mode == "shard" or set(ranks) - set(u) - {""}:
+    if seen.mode == "shard":
         # Ranks of another kind than the engine's attribution (LMCache's TP shards): each
         # rank's claim is capped by the engine's totals.
         d, u = {k: disk.value for k in ranks}, {k: rest.value for k in ranks}
         m = [{k: x.value for k in ranks} for x in minus if x is not None]
+    elif not _aligned(ranks, disk, rest, *minus):
+        # One counter split by ranks the others lack (one LMCache MP server behind several DP
+        # engines, disk tokens on one engine only): rank by rank would lose what the others
+        # hold under no rank, or count one engine's remainder once per rank. Totals instead.
+        ranks, d, u = {"": seen.value}, {"": disk.value}, {"": rest.value}
+        m = [{"": x.value} for x in minus if x is not None]
     claims = {k: d.get(k, 0.0) + min(u.get(k, 0.0), max(0.0, v - add_up(
         [x.get(k, 0.0) for x in m]))) for k, v in ranks.items()}
     value = min(claims.values()) if seen.mode == "shard" else add_up(list(claims.values()))
@@ -136,4 +150,4 @@ def _claim(disk: Found, rest: Found, seen: Found, b: Blind, p: Pairing, head: st
     series = [*seen.series, *disk.series] if blind > disk.value else [*disk.series, *seen.series]
     return disk.model_copy(update={
         "value": value, "series": [*series, how], "caveat": caveat, "mode": seen.mode,
-        "ranks": {k: v for k, v in claims.items() if k} if seen.ranks else {}})
+        "ranks": {k: v for k, v in claims.items() if k}})
