@@ -245,7 +245,9 @@ class Simulator:
 
     def __enter__(self):
         self.thread.start()
-        self.runner = web.AppRunner(self.app, access_log=None)
+        # A soak cut at its end can leave a streamed request open: give it 5 s to finish
+        # (aiohttp waits 60 s by default), so the teardown never outwaits the test's bound.
+        self.runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=5.0)
         asyncio.run_coroutine_threadsafe(self.runner.setup(), self.loop).result(10)
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         asyncio.run_coroutine_threadsafe(site.start(), self.loop).result(10)
@@ -260,7 +262,7 @@ class Simulator:
             assert answer.status == 200
 
     def __exit__(self, *exc):
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
