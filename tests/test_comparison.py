@@ -331,6 +331,9 @@ def test_which_pairs_lack_a_figure_is_said_per_figure():
         figures(level, "g3.throughput_gain")
     assert str(raised.value) == ("pairs read 6 of 7 (86%); not read: #4 the candidate gave no "
                                  "output throughput: no successful request")
+    # Each figure asks for its own: a pair without a TTFT has no TTFT figure to give the sweep.
+    with pytest.raises(ValueError, match="^pairs read 6 of 7 .*#4 the candidate gave no TTFT p50"):
+        figures(without(CLEAR, 3, ttfts=[]), "g3.ttft_p50_reduction")
     base, cand = figures(CLEAR, "g3.throughput_gain")
     assert base == [100.0] * 7 and cand == pytest.approx([160, 162, 158, 161, 160, 163, 159])
 
