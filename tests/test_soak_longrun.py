@@ -368,8 +368,8 @@ def test_two_spans_are_enough_for_a_floor():
     (hours(throughput=[100.0]), "1 window after the warm-up make one span: the floor holds "
      "later spans against the first, so it needs two or more", "window #0"),
     (unsent(hours(throughput=[100.0] * 3), 0), "the first span (window #0) holds a window not "
-     "read, #0 the load generator sent no request in it: every later span is held against "
-     "its median", "window #0"),
+     "read, the load generator sent no request in it: every later span is held against its "
+     "median", "window #0"),
     (unsent(hours(throughput=[100.0] * 2), 1), "no later span was read in full", "window #0"),
 ])
 def test_a_floor_with_nothing_to_compare_is_an_error_that_says_why(windows, note, first):
