@@ -18,6 +18,7 @@ from gates.core.statistics.paired import (
     binomial_tail,
     coverage_of,
     fewest_pairs,
+    look,
     looks_problem,
     sign_interval,
     to_log,
@@ -94,6 +95,7 @@ def test_an_interval_of_no_pairs_is_refused_by_name():
 def test_too_few_pairs_give_an_unbounded_interval():
     median, lo, hi = sign_interval([0.1, 0.2, 0.3], PLAN.level(7))
     assert median == 0.2 and lo == -math.inf and hi == math.inf
+    assert coverage_of(3, 0.95) == 1.0  # an unbounded interval always holds the median
     assert fewest_pairs(0.025 / 3) == 7 and fewest_pairs(0.025) == 6
 
 
@@ -141,8 +143,12 @@ def test_a_staircase_inside_a_repetition_does_not_widen_the_interval():
 
 
 def test_log_ratios_refuse_what_is_not_a_pair():
-    with pytest.raises(ValueError, match="a pair needs one of each"):
+    with pytest.raises(ValueError, match="^2 baseline but 1 candidate figures: a pair needs "
+                                         "one of each$"):
         log_ratios([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError) as refused:  # the first three bad figures, not all
+        log_ratios([0.0, -1.0, math.inf, 1.0], [1.0, 1.0, 1.0, -2.0])
+    assert str(refused.value) == "a pair's figure is not finite and > 0: [0.0, -1.0, inf]"
     with pytest.raises(ValueError, match="not finite and > 0"):
         log_ratios([1.0, 0.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="not finite and > 0"):
@@ -157,10 +163,32 @@ def test_percent_and_log_are_inverse(percent):
 
 # ---- the plan ------------------------------------------------------------------------------
 
+def test_a_ratio_too_large_for_a_float_is_an_unbounded_percentage():
+    # e^709.9 overflows a float: the figure is unbounded, not an error.
+    assert to_percent("gain", 709.9) == math.inf
+    assert to_percent("reduction", 709.9) == -math.inf
+    assert to_percent("gain", 708.0) == pytest.approx(100 * (math.exp(708.0) - 1))
+
+
+def test_a_reduction_of_100_percent_or_more_has_no_ratio():
+    for percent, words in ((100.0, "100"), (150.0, "150")):
+        with pytest.raises(ValueError) as refused:
+            to_log("reduction", percent)
+        assert str(refused.value) == f"{words} % is not a reduction a ratio can have"
+
+
 @pytest.mark.parametrize("looks", [(), (1, 8), (8, 8), (9, 8), (8, 2000), (3, 5, 8, 12)])
 def test_a_plan_refuses_looks_it_cannot_make(looks):
     with pytest.raises(ValueError):
         LookPlan(looks=looks, alpha=0.025)
+
+
+def test_a_schedule_s_problem_is_said_in_words():
+    assert looks_problem([]) == "no looks: the rule needs at least one"
+    assert looks_problem([7, 14, 2000]) == "[7, 14, 2000] goes up to 2000 pairs: at most 1000"
+    assert looks_problem([7, 14, 1000]) == ""  # MAX_PAIRS itself is allowed
+    assert looks_problem([7, 14, 14]) == "[7, 14, 14] must rise strictly from at least 2 pairs"
+    assert looks_problem([2, 5]) == ""  # 2 pairs is a look (with no alpha to say it is early)
 
 
 def test_a_first_look_the_sign_test_cannot_decide_is_named():
@@ -245,6 +273,26 @@ def test_a_gain_at_the_limit_runs_to_the_budget_and_is_marginal():
     assert pairs_needed(AT_LIMIT, "reduction", REDUCTION, PLAN) is None  # no count decides it
 
 
+def test_one_look_alone_continues_unless_told_it_is_the_last():
+    # One look at 7 pairs about the limit: undecided, so "continue", MARGINAL only as the last.
+    d = AT_LIMIT[:7]
+    assert look(d, "reduction", REDUCTION, PLAN).outcome == "continue"
+    assert look(d, "reduction", REDUCTION, PLAN, last=True).outcome == "MARGINAL"
+    clear = [to_log("reduction", r) for r in (40, 45, 50, 55, 60, 65, 70)]
+    assert look(clear, "reduction", REDUCTION, PLAN).outcome == "PASS"  # the point rule
+
+
+def test_the_bound_rule_holds_the_interval_s_end_to_the_guard_band_at_every_look():
+    # Point 35 %, lower end 26 %: inside the 25-27.5 % guard band. The point rule passes;
+    # the bound rule cannot pass this look, and leaves the decision to the next.
+    banded = Limit.at_least(25.0, "%", marginal=0.1)
+    d = [to_log("reduction", r) for r in (26, 30, 33, 35, 37, 40, 45)]
+    assert sequential(d, "reduction", banded, PLAN).final.outcome == "PASS"
+    bound = sequential(d, "reduction", banded, PLAN, "lower_confidence_bound")
+    assert [x.outcome for x in bound.looks] == ["continue"]
+    assert look(d, "reduction", banded, PLAN, "lower_confidence_bound").outcome == "continue"
+
+
 def test_looks_wait_for_their_pair_counts():
     s = sequential(AT_LIMIT[:20], "reduction", REDUCTION, PLAN)
     assert [x.pairs for x in s.looks] == [7, 14]
@@ -252,7 +300,9 @@ def test_looks_wait_for_their_pair_counts():
     spent = sequential(AT_LIMIT[:20], "reduction", REDUCTION, PLAN, spent=True)
     # Time spent at 20 pairs: the 6 after the look at 14 get a last look of their own.
     assert [x.pairs for x in spent.looks] == [7, 14, 20]
-    assert spent.final.outcome == "MARGINAL"
+    assert [x.outcome for x in spent.looks] == ["continue", "continue", "MARGINAL"]
+    at_a_look = sequential(AT_LIMIT[:14], "reduction", REDUCTION, PLAN, spent=True)
+    assert [x.outcome for x in at_a_look.looks] == ["continue", "MARGINAL"]  # no cut needed
     assert spent.final.level == pytest.approx(PLAN.cut_short(20).level(20))
 
 
@@ -415,6 +465,29 @@ def test_pairs_needed_counts_up_to_the_most_pairs_a_plan_may_have_and_no_further
 def test_false_accept_at_the_limit_is_within_alpha():
     risk = pass_probability(PLAN, "reduction", REDUCTION, 25.0, 0.1, sims=3000, seed=7)
     assert risk <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 3000)
+
+
+def test_the_stated_risk_is_2000_simulations_from_seed_0_unless_told_otherwise():
+    one = LookPlan(looks=(7,), alpha=0.025)
+    stated = pass_probability(one, "reduction", REDUCTION, 35.0, 0.1)
+    assert stated == pass_probability(one, "reduction", REDUCTION, 35.0, 0.1, sims=2000, seed=0)
+    assert 0.4 < stated < 0.7  # a power worth stating, neither 0 nor 1
+
+
+def test_the_stated_risk_is_for_the_rule_the_gate_decides_by():
+    banded = Limit.at_least(25.0, "%", marginal=0.1)
+    one = LookPlan(looks=(7,), alpha=0.025)
+    point = pass_probability(one, "reduction", banded, 35.0, 0.1, sims=400)
+    bound = pass_probability(one, "reduction", banded, 35.0, 0.1, "lower_confidence_bound",
+                             sims=400)
+    assert bound < point - 0.1  # the bound must clear the band too: it passes less often
+
+
+def test_pairs_a_time_budget_ran_past_a_look_get_a_look_of_their_own_in_the_risk():
+    # 10 pairs: the look at 7, then the plan cut short at 10; 7 pairs: the look at 7 alone.
+    at_7 = pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.15, sims=400, cap=7)
+    at_10 = pass_probability(PLAN, "reduction", REDUCTION, 35.0, 0.15, sims=400, cap=10)
+    assert at_10 > at_7 + 0.1
 
 
 def test_power_ten_points_above_the_limit_at_a_modest_spread():
