@@ -165,6 +165,17 @@ def test_the_g3_report_states_the_design_in_its_decision_rule():
                                              "point", 0.95, 0.0)
 
 
+def test_the_guard_band_is_claimed_only_by_the_gates_whose_limits_carry_it():
+    from gates.core.verdicts import GateRecord
+    from gates.report.report import decision_rule
+
+    said = "a pass within 5 % of a bound is MARGINAL; "
+    for gate, claims in (("g1", True), ("g2", False), ("g3", True), ("g4", False)):
+        record = GateRecord(gate=gate, run_id="r", site="s", started="t")
+        assert (said in decision_rule(record, "point", 0.95, 5.0)) is claims, gate
+        assert said not in decision_rule(record, "point", 0.95, 0.0)
+
+
 # --- Each rule's words and limits as the report shows them (#43, mutants) -------------------
 
 NOISY = pairs([0.5, 0.9, 0.45, 0.7, 0.55, 0.8, 0.6], [1.6] * 7)
@@ -182,13 +193,27 @@ def without(level, k, **gone):
 
 
 def test_each_figure_is_held_against_its_own_limit_relative_to_the_level():
-    assert limits_of(16, LIMITS) == {
+    assert limits_of(16, LIMITS, DECISION) == {
         "g3.ttft_p50_reduction": Limit.at_least(
             25.0, "%", key="g3.ttft_p50_reduction_min",
             relative_to="the baseline's TTFT p50 @ concurrency 16, paired"),
         "g3.throughput_gain": Limit.at_least(
             29.0, "%", key="g3.throughput_gain_min",
             relative_to="the baseline's output throughput @ concurrency 16, paired")}
+
+
+def test_the_sites_guard_band_makes_a_pass_near_the_limit_marginal():
+    """[decision] marginal_band holds for G3 as the report's decision rule says: a reduction of
+    25.5 % in [25.4, 25.6] against 25 % is within 5 % of the bound, MARGINAL; it PASSes only
+    without the band. Under lower_confidence_bound the interval's end is held to it."""
+    near = pairs([0.745, 0.746, 0.744, 0.745, 0.745, 0.746, 0.744], [1.6] * 7)
+    for statistic in ("point", "lower_confidence_bound"):
+        banded = Decision(statistic=statistic, marginal_band=5.0)
+        assert limits_of(8, LIMITS, banded)["g3.ttft_p50_reduction"].marginal == 0.05
+        got = by_id(comparison(8, near, LIMITS, banded))["g3.ttft_p50_reduction"]
+        assert got.outcome is Outcome.MARGINAL, (statistic, got)
+        plain = by_id(comparison(8, near, LIMITS, Decision(statistic=statistic)))
+        assert plain["g3.ttft_p50_reduction"].outcome is Outcome.PASS
 
 
 def test_the_plan_spends_half_the_unconfident_share_per_side():
@@ -206,7 +231,7 @@ def test_a_decided_level_s_measurements_carry_figure_interval_limit_and_risk():
                      ("g3.throughput_gain", "Output-throughput gain @ concurrency 16")):
         m = ms[id]
         assert m.name == name and m.at == 16 and m.unit == "%", m
-        assert m.limit == limits_of(16, LIMITS)[id]
+        assert m.limit == limits_of(16, LIMITS, DECISION)[id]
         assert m.interval_miss == pytest.approx(risk) and m.interval is not None
         assert m.coverage.read == 7 and m.evidence == ["pairs read 7 of 7"]
 
@@ -291,7 +316,7 @@ def test_a_level_with_no_look_yet_makes_both_figures_an_error():
     for m in ms:
         assert m.outcome is Outcome.ERROR and m.at == 8 and m.name.endswith("@ concurrency 8")
         assert m.note.startswith("no look was made: the plan's first look is at 7 pairs")
-        assert m.limit == limits_of(8, LIMITS)[m.id]
+        assert m.limit == limits_of(8, LIMITS, DECISION)[m.id]
 
 
 def test_a_pair_without_one_figure_errs_that_figure_and_names_it_in_the_other():
@@ -304,7 +329,7 @@ def test_a_pair_without_one_figure_errs_that_figure_and_names_it_in_the_other():
         "made at its pairs")
     for m in (ttft, gain):
         assert m.at == 8 and m.name.endswith("@ concurrency 8") and m.value is None
-        assert m.limit == limits_of(8, LIMITS)[m.id]
+        assert m.limit == limits_of(8, LIMITS, DECISION)[m.id]
     both = by_id(comparison(8, without(CLEAR, 1, ttfts=[], output_throughput=None), LIMITS,
                             DECISION))
     assert [m.note for m in both.values()] == ["1 of 7 pairs have no figure"] * 2
@@ -319,7 +344,7 @@ def test_a_ratio_the_arithmetic_cannot_hold_is_an_error_not_a_crash():
     for m in comparison(8, level, LIMITS, DECISION):
         assert m.outcome is Outcome.ERROR and m.note == "7 pairs: math domain error", m
         assert m.at == 8 and m.name.endswith("@ concurrency 8")
-        assert m.limit == limits_of(8, LIMITS)[m.id]
+        assert m.limit == limits_of(8, LIMITS, DECISION)[m.id]
 
 
 def test_which_pairs_lack_a_figure_is_said_per_figure():

@@ -64,14 +64,17 @@ def look_plan(limits: G3Limits, decision: Decision) -> LookPlan:
     return LookPlan(looks=tuple(limits.pair_looks), alpha=(1 - decision.confidence) / 2)
 
 
-def limits_of(c: int, limits: G3Limits) -> dict[str, Limit]:
-    """The two limits a level's comparison is held against, by measurement id."""
+def limits_of(c: int, limits: G3Limits, decision: Decision) -> dict[str, Limit]:
+    """The two limits a level's comparison is held against, by measurement id, with the
+    site's guard band ([decision] marginal_band): a pass whose deciding figure (the point, or
+    the interval's end under lower_confidence_bound) lies within it of a bound is MARGINAL."""
+    band = decision.marginal_band / 100
     return {
         "g3.ttft_p50_reduction": Limit.at_least(
-            limits.ttft_p50_reduction_min, "%", key="g3.ttft_p50_reduction_min",
+            limits.ttft_p50_reduction_min, "%", key="g3.ttft_p50_reduction_min", marginal=band,
             relative_to=f"the baseline's TTFT p50 @ concurrency {c}, paired"),
         "g3.throughput_gain": Limit.at_least(
-            limits.throughput_gain_min, "%", key="g3.throughput_gain_min",
+            limits.throughput_gain_min, "%", key="g3.throughput_gain_min", marginal=band,
             relative_to=f"the baseline's output throughput @ concurrency {c}, paired")}
 
 
@@ -102,7 +105,7 @@ def level_looks(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decis
 
     ValueError when a pair has no figure (a repetition without a successful probe).
     """
-    rule, by_id = look_plan(limits, decision), limits_of(c, limits)
+    rule, by_id = look_plan(limits, decision), limits_of(c, limits, decision)
     return {id: sequential(log_ratios(*figures(pairs, id)), metric, by_id[id], rule,
                            decision.statistic, spent=spent)
             for id, metric, _ in METRICS}
@@ -187,7 +190,7 @@ def comparison(c: int, pairs: Sequence[Pair], limits: G3Limits, decision: Decisi
     long the comparison's pairs ran (every level), for the risk under the time budget.
     """
     cap = reachable(len(pairs), seconds, limits.comparison_budget)
-    by_id, rule = limits_of(c, limits), look_plan(limits, decision)
+    by_id, rule = limits_of(c, limits, decision), look_plan(limits, decision)
     covs = {id: pairs_read(pairs, id) for id, _, _ in METRICS}
     if gaps := [id for id in covs if not covs[id].complete]:
         # The plan's looks and their risk hold for the pairs as they ran: a look over the pairs

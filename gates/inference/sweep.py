@@ -84,7 +84,7 @@ def sweep_figure(id: str, baseline: Sequence[float], candidate: Sequence[float],
     """One gain from the pairs' figures (baseline_i, candidate_i), id a G3 gain's
     (g3.ttft_p50_reduction, g3.throughput_gain); ValueError when a figure is missing."""
     metric = next(m for i, m, _ in METRICS if i == id)
-    limit = limits_of(0, limits)[id]
+    limit = limits_of(0, limits, decision)[id]
     d = log_ratios(baseline, candidate)
     final = sequential(d, metric, limit, sweep_plan(len(d), decision), decision.statistic,
                        spent=True).final

@@ -37,11 +37,16 @@ _ENV = jinja2.Environment(
 )
 
 
+BANDED = ("g1", "g3")  # the gates whose limits carry [decision] marginal_band
+
+
 def decision_rule(record: GateRecord, statistic: str, confidence: float,
                   marginal_band: float) -> str:
     """The rule that turned measurements into this verdict, in words a reader can audit."""
-    band = (f"a pass within {marginal_band:g} % of a bound is MARGINAL; " if marginal_band
-            else "")
+    # The band is applied by G1's limits and G3's comparison; G2's and G4's rules decide on
+    # their intervals and counts alone, so their reports do not claim it.
+    band = (f"a pass within {marginal_band:g} % of a bound is MARGINAL; "
+            if marginal_band and record.gate in BANDED else "")
     return (
         f"Each measurement is held against its limit from thresholds.toml (revision "
         f"{record.thresholds_revision}); bounds are inclusive unless the limit shows < or >. "
