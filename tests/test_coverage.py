@@ -224,6 +224,11 @@ def test_a_declared_name_is_derived_from_its_title_and_level():
     with pytest.raises(ValueError) as refused:
         once.name(8)
     assert str(refused.value) == "measurement g9.errors is taken once: it has no 8 level"
+    # A level asked of a once-taken rule is refused as that, before anything is judged.
+    over_pairs = Declared("g9.rule", "A rule", over="pairs")
+    with pytest.raises(ValueError) as refused:
+        over_pairs.measured(0, Limit.at_most(0, "errors"), at=8)
+    assert str(refused.value) == "measurement g9.rule is taken once: it has no 8 level"
 
 
 def test_each_kind_of_measurement_is_taken_under_its_declaration():
