@@ -330,6 +330,15 @@ def test_shard_ranks_read_the_least_of_them_and_split_ranks_their_sum():
     assert (split.value, split.mode) == (14.0, "split")
 
 
+def test_ranks_sort_as_numbers_and_a_label_that_is_no_number_sorts_after_them():
+    # "²" is a digit to str.isdigit and no number to int(): it sorted into a ValueError.
+    before = _scrape(*_tp({"10": 0, "9": 0, "²": 0}))
+    after = _scrape(*_tp({"10": 5.0, "9": 7.0, "²": 6.0}))
+    found = _answer(rule("hits_total", shard=("tp_rank",)), before, after)
+    assert list(found.ranks) == ["tp_rank=9", "tp_rank=10", "tp_rank=²"]
+    assert found.value == 5.0
+
+
 def test_a_rank_in_the_after_scrape_only_is_an_error_naming_it():
     before = _scrape(*_tp({"0": 0, "1": 0}))
     after = _scrape(*_tp({"0": 8.0, "1": 8.0, "2": 8.0}))

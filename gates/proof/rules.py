@@ -223,5 +223,6 @@ def _aggregate(ranks: dict[tuple[str, ...], float], names: tuple[str, ...], n_sh
 
 
 def _natural(key: tuple[str, ...]) -> tuple:
-    # "tp_rank=10" after "tp_rank=9": ranks are numbers in every engine read.
-    return tuple((0, int(v), "") if v.isdigit() else (1, 0, v) for v in key)
+    # "tp_rank=10" after "tp_rank=9": ranks are numbers in every engine read. isdecimal, not
+    # isdigit: a label such as "²" is a digit that int() refuses, and a server sends any text.
+    return tuple((0, int(v), "") if v.isdecimal() else (1, 0, v) for v in key)
