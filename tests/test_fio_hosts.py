@@ -95,7 +95,10 @@ def test_kv_restore_from_n_hosts_adds_up_to_the_hosts_own_results(dirs, tmp_path
         max(r["runtime"] for r in own.values()) / 1e3)
     limits = load_thresholds(REPO / "thresholds.toml", "demo")[0].g1
     aggregate = _hosts.aggregate(outcome, limits)
-    assert aggregate.outcome is Outcome.PASS, aggregate
+    # The verdict is the floor's on the summed figure; whether a loop device on a busy
+    # machine clears the demo's floor is the loop device's speed, not what is tested here.
+    clears = aggregate.limit.contains(aggregate.value)
+    assert aggregate.outcome is (Outcome.PASS if clears else Outcome.FAIL), aggregate
     assert aggregate.value * 1e6 == pytest.approx(by_hand, rel=1e-9)  # MB/s in the demo profile
     # Each host ran the whole job at once: the hosts' own bandwidths add up to it too.
     assert sum(r["bw_bytes"] for r in own.values()) == pytest.approx(by_hand, rel=0.02)
