@@ -15,6 +15,7 @@ survives (a stale excuse); 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tomllib
@@ -44,6 +45,19 @@ def changed_globs(ref: str) -> list[str]:
                          capture_output=True, text=True).stdout.split()
     return [p.removesuffix(".py").replace("/", ".") + ".*"
             for p in decision_modules() if p in out]
+
+
+def unmapped(stats: Path = REPO / "mutants" / "mutmut-stats.json") -> list[str]:
+    """Decision modules mutmut's saved test map knows no function of.
+
+    mutmut maps tests to the functions they call only when it collects its stats, and after a
+    first run only for new tests: a module added to only_mutate later has no entry, and every
+    mutant of it is "no tests" without one test having run. Such a map must be rebuilt."""
+    if not stats.is_file():
+        return []
+    known = json.loads(stats.read_text()).get("tests_by_mangled_function_name", {})
+    prefixes = {m.removesuffix(".py").replace("/", ".") + "." for m in decision_modules()}
+    return sorted(p for p in prefixes if not any(name.startswith(p) for name in known))
 
 
 def results() -> dict[str, str]:
@@ -99,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once")
     args = parser.parse_args(argv)
     if not args.report_only:
+        if missing := unmapped():
+            print(f"mutmut's test map knows nothing of {', '.join(missing)}: rebuilding it")
+            (REPO / "mutants" / "mutmut-stats.json").unlink()
         names = changed_globs(args.changed) if args.changed else []
         if args.changed and not names:
             print(f"no decision module changed since {args.changed}")

@@ -7,6 +7,7 @@ moves, and runs the static checks of tests/check_tests.py over every test module
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -61,3 +62,16 @@ def test_the_static_check_finds_what_it_claims_to(tmp_path):
                    "    assert a == a\n\n\ndef test_fine():\n    assert f() == f()\n")
     assert check_tests.assert_free_tests(bad) == ["test_silent"]
     assert check_tests.tautologies(bad) == ["line 7: assert a == a"]
+
+
+def test_a_module_the_saved_test_map_knows_nothing_of_is_found(tmp_path):
+    """A decision module added to only_mutate after mutmut saved its map has no test there:
+    make mutants rebuilds the map rather than call all its mutants untested."""
+    stats = tmp_path / "mutmut-stats.json"
+    known = {f"{m.removesuffix('.py').replace('/', '.')}.x_f": [] for m in CONFIG["only_mutate"]}
+    stats.write_text(json.dumps({"tests_by_mangled_function_name": known}))
+    assert mutation.unmapped(stats) == []
+    del known["gates.soak.load_rules.x_f"]
+    stats.write_text(json.dumps({"tests_by_mangled_function_name": known}))
+    assert mutation.unmapped(stats) == ["gates.soak.load_rules."]
+    assert mutation.unmapped(tmp_path / "none.json") == []

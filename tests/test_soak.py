@@ -690,3 +690,17 @@ def test_an_unread_span_is_named_once_with_the_window_that_left_it_unread():
     paired = span_coverage([w[:2], w[2:]])
     assert paired.describe() == ("spans read 1 of 2 (50%); not read: windows #0-#1 #1 the load "
                                  "generator sent no request in it")
+
+
+def test_the_error_log_growth_is_shown_from_the_readings_that_carry_it():
+    """Not judged (nvme-cli's own queries add entries), but shown: a reading without the count
+    adds none, the first reading's delta is what grew before it."""
+    def smart(i, **log):
+        return {SMART: ok(media_errors=0, media_errors_delta=0, critical_warning=0, **log)}
+    first_bare = windows(3, health=lambda i: smart(i) if i == 0 else smart(i, error_log_entries=4))
+    assert media_errors(first_bare)[0].evidence[1] == (
+        "error-log entries +4 (not judged: nvme-cli's own queries add some)")
+    last_bare = windows(3, health=lambda i: smart(i) if i == 2 else smart(
+        i, error_log_entries=2, error_log_entries_delta=2))
+    assert media_errors(last_bare)[0].evidence[1] == (
+        "error-log entries +0 (not judged: nvme-cli's own queries add some)")

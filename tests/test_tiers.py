@@ -245,6 +245,32 @@ def test_a_ranked_blind_counter_never_claims_more_than_the_engines_unattributed_
     assert found.value == 100 and found.ranks == {}
 
 
+def test_ranks_that_line_up_claim_rank_by_rank_with_each_engines_disk_tokens():
+    # Disk, remainder and blind counter all by engine: each engine's own disk tokens plus what
+    # its blind rank saw of its remainder (5 + 15, 3 + 30). A counter to take off that the
+    # engine does not expose takes nothing off.
+    split = Split(tiers=HITS.model_copy(update={"split": ("engine",)}), blind=[Blind(
+        rule=rule("loaded", split=("engine",)), minus=[rule("offloaded", split=("engine",))])])
+    p = phase({**ranked(0, disk=5, external_unspecified=20),
+               **ranked(1, disk=3, external_unspecified=30),
+               'loaded_total{engine="0"}': 15, 'loaded_total{engine="1"}': 40})
+    found = split_reads(split, p)
+    assert found.value == 53 and found.ranks == {"engine=0": 20, "engine=1": 33}
+
+
+def test_a_counter_to_take_off_without_the_ranks_makes_the_claim_one_of_totals():
+    # The tokens to take off are counted for every engine at once: no engine's share of them
+    # is known, so the claim is on the totals (8 + min(50, 55 - 10)), with no rank of its own.
+    split = Split(tiers=HITS.model_copy(update={"split": ("engine",)}), blind=[Blind(
+        rule=rule("loaded", split=("engine",)), minus=[rule("offloaded")])])
+    p = phase({**ranked(0, disk=5, external_unspecified=20),
+               **ranked(1, disk=3, external_unspecified=30),
+               'loaded_total{engine="0"}': 15, 'loaded_total{engine="1"}': 40,
+               "offloaded_total": 10})
+    found = split_reads(split, p)
+    assert found.value == 53 and found.ranks == {}
+
+
 def test_a_blind_counter_whose_ranks_each_count_every_token_is_capped_by_the_engines_totals():
     # Shard ranks each saw the whole probe (80), whatever their ranks are called: each is held
     # against the engine's totals (100 unattributed, 10 attributed), never against the engine's
