@@ -217,6 +217,49 @@ def test_the_sites_guard_band_makes_a_pass_near_the_limit_marginal():
         assert plain["g3.ttft_p50_reduction"].outcome is Outcome.PASS
 
 
+# Reductions 26-40 % (median 34), gains 30-50 % (median 40): with a 10 % band (27.5 % and
+# 31.9 %) the medians clear it, the intervals' lower ends do not.
+SPREAD = pairs([0.62, 0.70, 0.66, 0.74, 0.60, 0.68, 0.64],
+               [1.45, 1.30, 1.40, 1.35, 1.50, 1.38, 1.42])
+
+
+def test_under_lower_confidence_bound_the_interval_s_end_is_held_to_the_band():
+    """The decision statistic reaches the looks and the stated risk: a median beyond the band
+    PASSes under "point"; under "lower_confidence_bound" the interval's end, inside the band,
+    keeps it MARGINAL, and P(PASS) is that rule's."""
+    point, bound = (Decision(statistic=s, marginal_band=10.0)
+                    for s in ("point", "lower_confidence_bound"))
+    assert {id: s.final.outcome for id, s in level_looks(8, SPREAD, LIMITS, point,
+                                                           spent=True).items()} == {
+        "g3.ttft_p50_reduction": "PASS", "g3.throughput_gain": "PASS"}
+    assert {id: s.final.outcome for id, s in level_looks(8, SPREAD, LIMITS, bound,
+                                                           spent=True).items()} == {
+        "g3.ttft_p50_reduction": "MARGINAL", "g3.throughput_gain": "MARGINAL"}
+    risk = ("decision risk for this plan at the observed spread (sd of ln ratio 0.047, normal "
+            "pairs): P(PASS) {} if the true figure were the limit 29 %, {} at 39 %")
+    as_point = by_id(comparison(8, SPREAD, LIMITS, point))["g3.throughput_gain"]
+    assert as_point.outcome is Outcome.PASS
+    assert as_point.note.endswith(risk.format("1.2 %", "100.0 %")), as_point.note
+    as_bound = by_id(comparison(8, SPREAD, LIMITS, bound))["g3.throughput_gain"]
+    assert as_bound.outcome is Outcome.MARGINAL
+    assert as_bound.note.endswith(risk.format("0.1 %", "97.5 %") + (
+        "; not decided (7 pairs ran, fewer than the plan's 28): about 4 more pairs with this "
+        "share of pairs beyond the guard band's edge would decide it")), as_bound.note
+
+
+def test_a_median_within_the_guard_band_says_no_number_of_pairs_would_clear_it():
+    """A median within the band stays MARGINAL however many pairs run: the note once said
+    "about 0 more pairs ... would decide it" (the sign test's count against the bare limit)."""
+    near = pairs([0.745, 0.746, 0.744, 0.745, 0.745, 0.746, 0.744], [1.6] * 7)
+    for statistic in ("point", "lower_confidence_bound"):
+        got = by_id(comparison(8, near, LIMITS, Decision(statistic=statistic,
+                                                          marginal_band=5.0)))
+        assert got["g3.ttft_p50_reduction"].note.endswith(
+            "not decided (7 pairs ran, fewer than the plan's 28): the median lies within the "
+            "site's guard band (5 % of the limit, [decision] marginal_band): no number of "
+            "pairs like these would clear it"), (statistic, got)
+
+
 def test_the_plan_spends_half_the_unconfident_share_per_side():
     plan = look_plan(LIMITS, DECISION)
     assert plan.looks == (7, 14, 28) and plan.alpha == pytest.approx(0.025)

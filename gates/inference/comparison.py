@@ -155,12 +155,31 @@ def _note(s: Sequential, rule: LookPlan, d: list[float], limit: Limit, statistic
             f"wrongly clearing a limit at any look, counted exactly: {100 * s.plan.risk:.3g} %)",
             _risk(rule, s.metric, limit, d, statistic, cap)]
     if final.outcome in ("MARGINAL", "continue"):
-        more = pairs_needed(d, s.metric, limit, rule)
-        said.append(f"not decided{why_stopped}: " + (
-            f"about {more - final.pairs} more pairs with this share of pairs beyond the limit "
-            "would decide it" if more is not None else "as many pairs fall on either side of "
-            "the limit; no number of pairs like these would decide it"))
+        said.append(f"not decided{why_stopped}: " + _more_pairs(s, rule, d, limit, statistic))
     return "; ".join(said)
+
+
+def _more_pairs(s: Sequential, rule: LookPlan, d: list[float], limit: Limit,
+                statistic: str) -> str:
+    """What more pairs like these would do to an undecided look."""
+    final = s.final
+    if limit.in_guard_band(final.point):
+        # More pairs narrow the interval around a median that stays in the band: MARGINAL.
+        return (f"the median lies within the site's guard band ({100 * limit.marginal:g} % of "
+                "the limit, [decision] marginal_band): no number of pairs like these would "
+                "clear it")
+    # Under lower_confidence_bound the interval's end must clear the band's edge, not the
+    # limit (G3's limits are lower bounds: limits_of).
+    banded = statistic == "lower_confidence_bound" and limit.marginal > 0
+    edge = limit.model_copy(update={"lo": limit.lo + limit.marginal * abs(limit.lo)}) \
+        if banded else limit
+    bound = "the guard band's edge" if banded else "the limit"
+    more = pairs_needed(d, s.metric, edge, rule)
+    if more is None:
+        return (f"as many pairs fall on either side of {bound}; no number of pairs like these "
+                "would decide it")
+    return f"about {more - final.pairs} more pairs with this share of pairs beyond {bound} " \
+           "would decide it"
 
 
 _OUTCOME = {"PASS": Outcome.PASS, "FAIL": Outcome.FAIL, "MARGINAL": Outcome.MARGINAL,
