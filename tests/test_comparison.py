@@ -260,6 +260,26 @@ def test_a_median_within_the_guard_band_says_no_number_of_pairs_would_clear_it()
             "pairs like these would clear it"), (statistic, got)
 
 
+def test_more_pairs_are_counted_to_the_figure_the_decision_statistic_holds_to():
+    """Gains 22-50 % (median 40): undecided under both statistics. "point" holds the median to
+    the band and the interval to the limit, so the pairs that would decide are counted to the
+    limit; "lower_confidence_bound" holds the interval's end to the band's edge (31.9 % with a
+    10 % band), which takes many more pairs like these; without a band both count to the limit."""
+    spread = pairs([0.62, 0.70, 0.66, 0.78, 0.60, 0.68, 0.64],
+                   [1.45, 1.30, 1.40, 1.22, 1.50, 1.38, 1.42])
+    said = "not decided (7 pairs ran, fewer than the plan's 28): about {} more pairs with this " \
+           "share of pairs beyond {} would decide it"
+    for statistic, band, more, bound in (("point", 10.0, 4, "the limit"),
+                                         ("lower_confidence_bound", 10.0, 23,
+                                          "the guard band's edge"),
+                                         ("lower_confidence_bound", 0.0, 4, "the limit")):
+        got = by_id(comparison(8, spread, LIMITS, Decision(statistic=statistic,
+                                                            marginal_band=band)))
+        gain = got["g3.throughput_gain"]
+        assert gain.outcome is Outcome.MARGINAL
+        assert gain.note.endswith(said.format(more, bound)), (statistic, band, gain.note)
+
+
 def test_the_plan_spends_half_the_unconfident_share_per_side():
     plan = look_plan(LIMITS, DECISION)
     assert plan.looks == (7, 14, 28) and plan.alpha == pytest.approx(0.025)
