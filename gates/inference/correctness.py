@@ -96,9 +96,10 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int,
             "; ".join(bad.values()) + ": the restored KV is not the KV that was stored")
     allowed = allowed_ties(probed, tie_share_max) if rule else 0
     if ties:
-        note += (f"; {len(ties)} diverged at a near-tie, numerics and not a mismatch: "
-                 + "; ".join(ties) + f" (ties may excuse at most {allowed} of {probed} "
-                 f"contexts ({tie_share_max:g} %))")
+        note += (f"; {len(ties)} diverged at a near-tie, " + (
+            "numerics and not a mismatch" if len(ties) <= allowed else
+            "more than ties may excuse, so none is excused") + ": " + "; ".join(ties)
+            + f" (ties may excuse at most {allowed} of {probed} contexts ({tie_share_max:g} %))")
     if rule:  # said whether or not a divergence came
         note += " (the rule: " + TIE_RULE.format(gap_max=gap_max, tie_max=tie_max,
                                                  share=tie_share_max, allowed=allowed,
@@ -110,9 +111,6 @@ def correctness(cand: Repetition, recompute: Repetition, tokens: int,
             f"more than the {allowed} ({tie_share_max:g} %) a tie may excuse: outputs this "
             f"close cannot tell numerics from a restore of other KV; " + note, limit,
             at=tokens))
-    if len(ties) > allowed:
-        note += (f"; more than the {allowed} ({tie_share_max:g} %) a tie may excuse: "
-                 "these are not excused either")
     # A mismatch in the contexts compared FAILs whatever the others hold; a context not
     # compared caps a clean run at ERROR: it may be the one restored wrong.
     return declared.stamp(cov.judge(Measurement.measured("", len(bad), limit, note=note)),
