@@ -30,6 +30,17 @@ from gates.core.verdicts.measures import FOUND, ONE_READING
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.clock import FakeClock
 from gates.soak.load_rules import REHEARSED, past_limit, rehearsed, soak_measurements
+from gates.soak.readings import (
+    clock_coverage,
+    coverage,
+    not_committed,
+    planned_coverage,
+    requests_not_read,
+    span_coverage,
+    throughput_not_read,
+    ttft_not_read,
+    undecided,
+)
 from gates.soak.rules import (
     HOUR,
     KERNEL,
@@ -545,3 +556,102 @@ def test_a_window_whose_length_was_lost_undoes_a_fail_only_if_a_whole_window_cou
     assert m.outcome is Outcome.FAIL and m.value == 1800.0, m
     assert m.note == f"7 of 8 windows committed; {SHORTENED}"
     assert m.evidence[0].startswith("windows read 6 of 8 (75%); not read: #2 its clock reads")
+
+
+# ---- which windows and spans each rule read, and why not (gates.soak.readings) ---------------
+
+SKIPPED = "not committed (later windows were)"
+STOPPED = "not committed (the soak stopped before it)"
+NO_LOAD = "the load generator sent no request in it"
+
+
+def test_windows_never_committed_are_skipped_before_the_last_committed_and_stopped_after():
+    plan = SoakPlan(run_id="r", duration=6 * 300.0, window=300.0)
+    kept = [w for w in windows([100.0] * 6) if w.index in (1, 3)]
+    assert not_committed(kept, plan) == {0: SKIPPED, 2: SKIPPED, 4: STOPPED, 5: STOPPED}
+    assert not_committed(kept, plan, first=3) == {4: STOPPED, 5: STOPPED}
+    # Nothing committed: the soak stopped before every window, it skipped none.
+    assert not_committed([], plan) == {i: STOPPED for i in range(6)}
+
+
+def test_a_window_of_a_single_request_is_read_by_every_load_rule():
+    one = windows([100.0])[0].model_copy(update={"requests": 1})
+    assert requests_not_read(one) == throughput_not_read(one) == ttft_not_read(one) == ""
+    none = one.model_copy(update={"requests": 0})
+    assert [f(none) for f in (requests_not_read, throughput_not_read, ttft_not_read)] == [
+        NO_LOAD] * 3
+    assert coverage([one, none], requests_not_read).failed == {none.index: NO_LOAD}
+
+
+@pytest.mark.parametrize("p50", [0.0, -0.1, math.inf, math.nan, None])
+def test_a_ttft_of_no_time_is_not_read_and_says_whether_any_request_succeeded(p50):
+    # A p50 of 0 s (or less) is no first token measured, not an instant one.
+    w = windows([100.0])[0].model_copy(update={"ttft_p50": p50, "errors": 9, "timeouts": 2})
+    assert ttft_not_read(w) == f"no TTFT recorded (p50 {p50})"
+    refused = w.model_copy(update={"errors": 10})
+    assert ttft_not_read(refused) == "no request succeeded (10 of 10 failed, 2 timeouts)"
+
+
+def test_the_spans_the_soak_never_ran_are_one_unit_named_by_their_windows():
+    runs = windows([100.0] * 5)
+    blocks = [runs[0:2], runs[2:4], runs[4:5]]
+    them = "not committed (the soak stopped before them)"
+    cov = span_coverage(blocks, {i: STOPPED for i in (5, 6, 7)})
+    assert cov.expected == ("windows #0-#1", "windows #2-#3", "window #4", "windows #5-#7")
+    assert cov.failed == {"windows #5-#7": them}
+    assert cov.read == {"windows #0-#1", "windows #2-#3", "window #4"}
+    for after, label in (((5,), "window #5"), ((5, 6), "windows #5-#6")):
+        cov = span_coverage(blocks, {i: STOPPED for i in after})
+        assert (cov.expected[-1], cov.failed) == (label, {label: them}), after
+
+
+def test_a_window_skipped_leaves_the_span_it_would_have_started_in_unread():
+    runs = windows([100.0] * 6)
+    # Before the first committed window: the first span (there is none before it).
+    cov = span_coverage([runs[1:3], runs[3:6]], {0: SKIPPED})
+    assert cov.failed == {"windows #1-#2": f"#0 {SKIPPED}"}
+    assert cov.read == {"windows #3-#5"}
+    # Between two spans: the one begun before it.
+    cov = span_coverage([runs[0:3], runs[4:6]], {3: SKIPPED})
+    assert cov.failed == {"windows #0-#2": f"#3 {SKIPPED}"}
+
+
+def test_a_span_names_five_windows_not_read_and_counts_the_rest():
+    runs = [w.model_copy(update={"throughput": None}) for w in windows([100.0] * 8)]
+    why = "no throughput recorded (throughput None)"
+    five = "; ".join(f"#{i} {why}" for i in range(5))
+    assert span_coverage([runs[:5], runs[5:7], runs[7:]]).failed == {
+        "windows #0-#4": five, "windows #5-#6": f"#5 {why}; #6 {why}", "window #7": why}
+    assert span_coverage([runs[:7]]).failed == {"windows #0-#6": f"{five}; and 2 more"}
+
+
+def test_an_undecided_rule_shows_its_figure_over_the_windows_read_and_its_own_note():
+    cov = Coverage(range(4), read=range(3), failed={3: NO_LOAD}, what="windows")
+    spread = Measurement.measured("Window spread", 5.0, Limit.at_most(20.0, "%"),
+                                  note="rounds of 1 window")
+    got = undecided(cov, spread)
+    assert got.outcome is Outcome.ERROR
+    assert got.note == (
+        f"windows read 3 of 4 (75%); not read: #3 {NO_LOAD}: a verdict needs 100% of windows "
+        "read; over those read alone it would be PASS, which the windows not read could "
+        "change; rounds of 1 window")
+
+
+def test_the_clock_of_each_window_decides_whether_its_time_is_known():
+    """#1 lasted no time (read: nothing says it did not run); #3 began exactly the clock's
+    slack before #2 ended (read); #4 ended before it began, #5's start and #6's end are not
+    on the clock (not read, by the gap time or the duration); #7 is held against #5's end,
+    the last the clock read, not #6's infinite one."""
+    plan = SoakPlan(run_id="r", duration=8 * 300.0, window=300.0)
+    runs = windows([100.0] * 8)
+    runs[1] = runs[1].model_copy(update={"end": runs[1].start})
+    runs[3] = runs[3].model_copy(update={"start": runs[2].end - 1.0})
+    runs[4] = runs[4].model_copy(update={"end": runs[4].start - 10})
+    runs[5] = runs[5].model_copy(update={"start": math.nan})
+    runs[6] = runs[6].model_copy(update={"end": math.inf})
+    unknown = {4: "its clock reads 1800001200.000 to 1800001190.000",
+               5: "its clock reads nan to 1800001800.000",
+               6: "its clock reads 1800001800.000 to inf"}
+    for cov in (clock_coverage(runs, plan), planned_coverage(runs, plan)):
+        assert cov.failed == unknown
+        assert cov.read == {0, 1, 2, 3, 7}
