@@ -278,6 +278,15 @@ def test_more_pairs_are_counted_to_the_figure_the_decision_statistic_holds_to():
         gain = got["g3.throughput_gain"]
         assert gain.outcome is Outcome.MARGINAL
         assert gain.note.endswith(said.format(more, bound)), (statistic, band, gain.note)
+    # A median short of the limit is decided against the limit (a FAIL) under either statistic:
+    # the band's edge would count pairs towards nothing the rule decides ("about 0 more").
+    short = pairs([0.78, 0.70, 0.85, 0.76, 0.80, 0.72, 0.78], [1.4] * 7)  # reductions 15-30 %
+    for statistic in ("point", "lower_confidence_bound"):
+        got = by_id(comparison(8, short, LIMITS, Decision(statistic=statistic,
+                                                           marginal_band=5.0)))
+        reduction = got["g3.ttft_p50_reduction"]
+        assert reduction.outcome is Outcome.MARGINAL
+        assert reduction.note.endswith(said.format(23, "the limit")), (statistic, reduction.note)
 
 
 def test_the_plan_spends_half_the_unconfident_share_per_side():

@@ -168,9 +168,11 @@ def _more_pairs(s: Sequential, rule: LookPlan, d: list[float], limit: Limit,
         return (f"the median lies within the site's guard band ({100 * limit.marginal:g} % of "
                 "the limit, [decision] marginal_band): no number of pairs like these would "
                 "clear it")
-    # Under lower_confidence_bound the interval's end must clear the band's edge, not the
-    # limit (G3's limits are lower bounds: limits_of).
-    banded = statistic == "lower_confidence_bound" and limit.marginal > 0
+    # A median past the band under lower_confidence_bound: the interval's end must clear the
+    # band's edge, not the limit alone (G3's limits are lower bounds: limits_of). A median short
+    # of the limit is decided (FAIL) against the limit under either statistic.
+    banded = (statistic == "lower_confidence_bound" and limit.marginal > 0
+              and final.point > limit.lo)
     edge = limit.model_copy(update={"lo": limit.lo + limit.marginal * abs(limit.lo)}) \
         if banded else limit
     bound = "the guard band's edge" if banded else "the limit"
