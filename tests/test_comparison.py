@@ -287,6 +287,14 @@ def test_more_pairs_are_counted_to_the_figure_the_decision_statistic_holds_to():
         reduction = got["g3.ttft_p50_reduction"]
         assert reduction.outcome is Outcome.MARGINAL
         assert reduction.note.endswith(said.format(23, "the limit")), (statistic, reduction.note)
+    # A median exactly at a limit of 0 % (a band of 5 % of 0 is none) is held to the limit.
+    level = pairs([1.0, 0.9, 1.1, 1.0, 0.95, 1.05, 1.0], [1.4] * 7)
+    zero = G3Limits(pair_looks=[7, 14, 28], ttft_p50_reduction_min=0.0)
+    got = by_id(comparison(8, level, zero, Decision(statistic="lower_confidence_bound",
+                                                     marginal_band=5.0)))
+    assert got["g3.ttft_p50_reduction"].note.endswith(
+        ": as many pairs fall on either side of the limit; no number of pairs like these would "
+        "decide it"), got["g3.ttft_p50_reduction"].note
 
 
 def test_the_plan_spends_half_the_unconfident_share_per_side():
