@@ -287,6 +287,15 @@ def test_more_pairs_are_counted_to_the_figure_the_decision_statistic_holds_to():
         reduction = got["g3.ttft_p50_reduction"]
         assert reduction.outcome is Outcome.MARGINAL
         assert reduction.note.endswith(said.format(23, "the limit")), (statistic, reduction.note)
+    # A median a hair short of the limit is not "within the band" (in_guard_band is blind to
+    # the side): more pairs like these would decide it, a FAIL.
+    hair = pairs([0.76, 0.70, 0.82, 0.755, 0.78, 0.72, 0.755], [1.4] * 7)  # median 24.5 %
+    for statistic in ("point", "lower_confidence_bound"):
+        got = by_id(comparison(8, hair, LIMITS, Decision(statistic=statistic,
+                                                          marginal_band=5.0)))
+        reduction = got["g3.ttft_p50_reduction"]
+        assert reduction.value == pytest.approx(24.5) and "guard band" not in reduction.note
+        assert reduction.note.endswith("beyond the limit would decide it"), reduction.note
     # A median exactly at a limit of 0 % (a band of 5 % of 0 is none) is held to the limit.
     level = pairs([1.0, 0.9, 1.1, 1.0, 0.95, 1.05, 1.0], [1.4] * 7)
     zero = G3Limits(pair_looks=[7, 14, 28], ttft_p50_reduction_min=0.0)
