@@ -380,3 +380,13 @@ def test_blocked_and_reported_keep_what_they_were_given():
     assert (shown.value, shown.unit, shown.note, shown.outcome) == (1.5, "%", "",
                                                                    Outcome.REPORTED)
     assert Measurement.reported("drift", 1.5, "%", note="rehearsal").note == "rehearsal"
+
+
+def test_a_value_the_limit_does_not_contain_is_in_no_guard_band():
+    """The band lies inside the limit: 24.5 against >= 25 with a 5 % band fails, it is not
+    "near the limit" (G3's undecided note once told such a median it was in the band)."""
+    limit = Limit.at_least(25, "%", marginal=0.05)
+    assert limit.in_guard_band(25.5) and not limit.in_guard_band(24.5)
+    assert limit.judge(24.5) is Outcome.FAIL
+    upper = Limit.at_most(10, "%", marginal=0.1)
+    assert upper.in_guard_band(9.5) and not upper.in_guard_band(10.5)

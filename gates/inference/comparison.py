@@ -163,9 +163,8 @@ def _more_pairs(s: Sequential, rule: LookPlan, d: list[float], limit: Limit,
                 statistic: str) -> str:
     """What more pairs like these would do to an undecided look."""
     final = s.final
-    if limit.contains(final.point) and limit.in_guard_band(final.point):
+    if limit.in_guard_band(final.point):
         # More pairs narrow the interval around a median that stays in the band: MARGINAL.
-        # (in_guard_band is blind to the side: a median short of the limit would FAIL.)
         return (f"the median lies within the site's guard band ({100 * limit.marginal:g} % of "
                 "the limit, [decision] marginal_band): no number of pairs like these would "
                 "clear it")

@@ -102,9 +102,11 @@ class Limit(BaseModel):
                 or (self.lo is not None and hi <= self.lo and not self.contains(hi)))
 
     def in_guard_band(self, value: float) -> bool:
-        """Whether a passing value lies within the marginal band of a bound."""
-        return any(bound is not None and abs(value - bound) < self.marginal * abs(bound)
-                   for bound in (self.lo, self.hi))
+        """Whether a passing value lies within the marginal band of a bound (a value the
+        limit does not contain is in no band: it fails)."""
+        return self.contains(value) and any(
+            bound is not None and abs(value - bound) < self.marginal * abs(bound)
+            for bound in (self.lo, self.hi))
 
     def judge(self, value: float, interval: tuple[float, float] | None = None) -> Outcome:
         """PASS, FAIL or MARGINAL for a point value and its optional confidence interval.
