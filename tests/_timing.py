@@ -10,10 +10,12 @@ plain AssertionError and is not retried.
 from __future__ import annotations
 
 import json
+import resource
 import warnings
 from pathlib import Path
 
 from gates.inference import Repetition
+from gates.loadgen import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
 
 TIMING_CHECKS = ("g2.ttft_p50_cv", "g2.throughput_cv", "g2.loadgen_fit", "g3.loadgen_fit")
 G2_REPS = "evidence/g2-baseline-repetitions.json"
@@ -123,3 +125,16 @@ def raise_if_timing(out: Path, g2: dict) -> None:
     """TimingFailure when G2 failed on its timing checks alone, naming the CPU contention."""
     if only_timing(g2):
         raise TimingFailure(gate_failure(out, g2))
+
+
+def children_cpu() -> CpuSnapshot:
+    """The host's CPU now, with every child this test waited for (a `kvgate run` and what it
+    started and reaped: the simulator, fio) counted as the engine: what is left is what other
+    processes took from it."""
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return cpu_snapshot().model_copy(update={"engine": c.ru_utime + c.ru_stime})
+
+
+def run_cpu(before: CpuSnapshot) -> CpuUse:
+    """Who used the CPU since ``before`` (children_cpu), the run under test as the engine."""
+    return cpu_use(before, children_cpu())

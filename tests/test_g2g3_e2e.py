@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,15 @@ from _owndisk import own_disk
 from _records import trusted_g2, trusted_g3, write_record
 from _timing import (
     G2_REPS,
+    TimingFailure,
     accept_unfair,
+    children_cpu,
     contended,
     cpu_lines,
     gate_failure,
     only_timing,
     raise_if_timing,
+    run_cpu,
 )
 
 from gates.core.configuration.config import load_thresholds
@@ -239,27 +243,57 @@ def test_a_server_kept_up_is_warmed_once_per_level_and_that_repetition_is_not_ju
     assert {r["concurrency"] for r in judged} == set(levels)
 
 
-def test_g4_short_soak_at_the_g3_operating_point(world):
+# G4's rules over the soak's load (the trend rules): what a busy machine moves.
+LOAD_RULES = ("g4.throughput_floor", "g4.ttft_drift", "g4.window_spread", "g4.window_slope")
+
+
+def mostly_past(m):
+    """A trend rule's point is farther past its limit, on the worse side, than its interval
+    reaches back over it: the one MARGINAL a rehearsal keeps (gates/soak/load_rules.py
+    `rehearsed`: a throughput down 60 % whose wide interval still reaches the floor)."""
+    limit, value, interval = m["limit"], m["value"], m["interval"]
+    if interval is None or value is None or m["coverage"]["missing"]:
+        return False
+    if m["id"] == "g4.throughput_floor":
+        return value < limit["lo"] and limit["lo"] - value > max(interval) - limit["lo"]
+    return value > limit["hi"] and value - limit["hi"] > limit["hi"] - min(interval)
+
+
+@pytest.mark.timing  # the trend rules read the soak's load: a busy machine moves them
+def test_g4_short_soak_at_the_g3_operating_point(world, tmp_path):
     """G4 stands on a passing G3 record the test writes: its candidate's operating point."""
-    path = world / "site-g4.toml"
-    path.write_text(site_text(on_disk(world, "t-soak")))
-    on_disk(world, "t-soak").mkdir()  # as G1, which creates the target, would have left it
-    trusted_g3(world / "soak", path, world / "thresholds.toml", PREFILL)
+    out = Path(tempfile.mkdtemp(prefix="soak-", dir=tmp_path))  # a retry's store and target
+    path, target = out / "site-g4.toml", on_disk(world, f"t-{out.name}")  # are its own
+    path.write_text(site_text(target))
+    target.mkdir()  # as G1, which creates the target, would have left it
+    trusted_g3(out, path, world / "thresholds.toml", PREFILL)
+    before = children_cpu()
     done = subprocess.run([sys.executable, "-m", "gates.cli", "run", "g4", "--site", str(path),
                            "--thresholds", str(world / "thresholds.toml"), "--out",
-                           str(world / "soak"), "--soak-duration", "12s", "--soak-window", "2s"],
+                           str(out), "--soak-duration", "12s", "--soak-window", "2s"],
                           capture_output=True, text=True, timeout=300, env=world_env(world))
-    # Twelve seconds is too short for drift and stability to mean much: they may FAIL (or be
-    # REPORTED, never MARGINAL: a rehearsal's windows cannot tell them from noise, and a
-    # shortened soak says so rather than judging them), but the gate must run
-    # and measure (not ERROR, not BLOCKED): six windows, the first the warm-up, leave the five
-    # the SNIA rules need.
+    used = run_cpu(before)
+    # Twelve seconds is too short for drift and stability to mean much: they may FAIL, be
+    # REPORTED (a rehearsal's windows cannot tell them from noise, and a shortened soak says so
+    # rather than judging them), or stay MARGINAL where the point lies mostly past the limit
+    # (`mostly_past`); but the gate must run and measure (not ERROR, not BLOCKED): six
+    # windows, the first the warm-up, leave the five the SNIA rules need.
     assert done.returncode in (0, 1), done.stdout[-3000:]
-    [record_file] = (world / "soak").glob("*/g4.json")
+    [record_file] = out.glob("*/g4.json")
     record = json.loads(record_file.read_text())
     ms = outcomes(record)
-    assert all(m["outcome"] in ("PASS", "FAIL", "REPORTED", "NOT APPLICABLE")
-               for m in ms.values())
+    unmeasured = {m["id"]: (m["outcome"], m["value"], m["interval"], m["note"])
+                  for m in ms.values()
+                  if m["outcome"] not in ("PASS", "FAIL", "REPORTED", "NOT APPLICABLE")
+                  and not (m["outcome"] == "MARGINAL" and m["id"] in LOAD_RULES
+                           and mostly_past(m))}
+    # Said whether contention caused it: the CPU other processes took during the soak (the
+    # kvgate run and what it started are the "engine" here).
+    said = f"{unmeasured}; during the soak {used.line()}"
+    if unmeasured and set(unmeasured) <= set(LOAD_RULES) \
+            and used.other_pct > other_cpu_max(world):
+        raise TimingFailure(f"G4's load rules not measured on a busy machine: {said}")
+    assert not unmeasured, said
     assert ms["Soak request errors"]["outcome"] == "PASS"
     assert ms["fio verify errors"]["outcome"] == "PASS"
     # The floor holds the soak against its own first span; G3's figure (another load) is shown.
@@ -275,7 +309,7 @@ def test_g4_short_soak_at_the_g3_operating_point(world):
     assert not [d for d in found if d.cause is Cause.SOAK_OTHER_ENGINE
                 or d.text.startswith("G4 soaked")], record["deviations"]
     status = subprocess.run([sys.executable, "-m", "gates.cli", "soak", "status", "--out",
-                             str(world / "soak")], capture_output=True, text=True, timeout=60)
+                             str(out)], capture_output=True, text=True, timeout=60)
     assert status.returncode == 0 and "window 6/6" in status.stdout
 
 
