@@ -10,7 +10,7 @@ from _tooldata import tool_text
 
 from gates.soak.fio_verify import FioVerify, verify_job
 from gates.soak.health import FreeSpace, ProcessHealth, WindowContext
-from gates.soak.kernel_log import KernelLog, scan_kernel_log
+from gates.soak.kernel_log import KernelLog, controllers_of, scan_kernel_log
 from gates.soak.nvme_health import NvmePaths, Smart
 from gates.storage import SubprocessRunner, ToolMissing
 from gates.storage.fioerrors import parse_verify_failures
@@ -75,6 +75,63 @@ def test_device_filter_keeps_the_targets_controller_and_its_namespaces():
 
 def dmesg(text, rc=0, err=""):
     return ScriptedRunner(lambda argv: Completed(argv, rc, text, err))
+
+
+def link(at: Path, to: Path) -> None:
+    at.parent.mkdir(parents=True, exist_ok=True)
+    at.symlink_to(os.path.relpath(to, at.parent))
+
+
+def nvme_sysfs(root: Path) -> Path:
+    """The sysfs layout Linux 6.x leaves (drivers/nvme/host core.c, multipath.c): subsystem 0
+    reached through controllers nvme0 and nvme1 under native multipath, its shared namespace's
+    disk nvme0n1 a child of the subsystem and each path's disk (nvme0c<C>n1) of its controller;
+    subsystem 2 with controller nvme2 alone; a PCIe drive nvme3 without multipath (disk nvme3n1,
+    partition nvme3n1p1); and a loop device. Returns its /sys/class/block."""
+    devices, block = root / "devices", root / "class" / "block"
+    ctl = devices / "virtual" / "nvme-fabrics" / "ctl"
+    for s, controllers in ((0, (0, 1)), (2, (2,))):
+        subsys = devices / "virtual" / "nvme-subsystem" / f"nvme-subsys{s}"
+        (subsys / f"nvme{s}n1").mkdir(parents=True)
+        link(block / f"nvme{s}n1", subsys / f"nvme{s}n1")
+        for c in controllers:
+            (ctl / f"nvme{c}" / f"nvme{s}c{c}n1").mkdir(parents=True)
+            link(subsys / f"nvme{c}", ctl / f"nvme{c}")
+            link(block / f"nvme{s}c{c}n1", ctl / f"nvme{c}" / f"nvme{s}c{c}n1")
+    pcie = devices / "pci0000:00" / "0000:00:04.0" / "nvme" / "nvme3" / "nvme3n1"
+    (pcie / "nvme3n1p1").mkdir(parents=True)
+    link(block / "nvme3n1", pcie)
+    link(block / "nvme3n1p1", pcie / "nvme3n1p1")
+    (devices / "virtual" / "block" / "loop0").mkdir(parents=True)
+    link(block / "loop0", devices / "virtual" / "block" / "loop0")
+    return block
+
+
+def test_the_controllers_of_a_disk_are_read_from_sysfs(tmp_path):
+    block = nvme_sysfs(tmp_path)
+    assert controllers_of("/dev/nvme0n1", block) == ("nvme0", "nvme1")  # every path's
+    assert controllers_of("nvme0c1n1", block) == ("nvme1",)  # one path: its own controller
+    assert controllers_of("nvme2n1", block) == ("nvme2",)
+    assert controllers_of("/dev/nvme3n1p1", block) == ("nvme3",)  # a partition: its disk's
+    assert controllers_of("loop0", block) == ()  # not NVMe
+    assert controllers_of("nvme9n1", block) == ()  # not in sysfs: matched by name alone
+
+
+def test_a_second_paths_controller_counts_for_the_multipath_disk_the_site_names(tmp_path):
+    """Under native multipath the second path's timeouts and reconnects are logged as
+    "nvme nvme1: ..." for the disk nvme0n1: by name alone they were not counted."""
+    text = log("nvme_multipath.log")
+    everything = [h.t for h in scan_kernel_log(text)]
+    window = ctx(since=min(everything) - 1, end=max(everything) + 1)
+    reading = KernelLog(dmesg(text), devices=["/dev/nvme0n1"],
+                        sysfs=nvme_sysfs(tmp_path)).collect(window)
+    assert reading.values == {"hits": 6.0, "nvme_timeout": 2.0, "nvme_reconnect": 3.0,
+                              "io_error": 1.0}, reading.details
+    assert not [d for d in reading.details if "nvme2" in d]  # the other subsystem's
+    # Without sysfs's word only the first controller (whose number the disk took) and the
+    # path's disk count: the second path's four lines were lost.
+    blind = KernelLog(dmesg(text), devices=["/dev/nvme0n1"], sysfs=tmp_path / "none")
+    assert blind.collect(window).values["hits"] == 2.0
 
 
 def test_kernel_collector_counts_only_lines_since_the_last_window():

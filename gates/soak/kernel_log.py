@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -78,9 +78,40 @@ def same_device(logged: str, wanted: str) -> bool:
     return logged == wanted or _partition_of(logged, wanted) or _partition_of(wanted, logged)
 
 
-def scan_kernel_log(text: str, devices: Sequence[str] = ()) -> list[KernelHit]:
+# Native NVMe multipath (drivers/nvme/host, Linux 6.x): the subsystem takes its first
+# controller's instance (core.c nvme_init_subsystem: subsys->instance = ctrl->instance) and links
+# every controller into its sysfs directory under the controller's name (sysfs_create_link(
+# &subsys->dev.kobj, &ctrl->device->kobj, dev_name(ctrl->device))); the shared namespace's disk
+# nvme<S>n<N> is a child of that directory (multipath.c nvme_mpath_set_live: device_add_disk(
+# &head->subsys->dev, ...)). So the timeouts and resets of a second path's controller, logged as
+# "nvme nvme1: ...", belong to nvme0n1 though its number says otherwise; without multipath a
+# namespace's disk is a child of its one controller (nvme<C>/nvme<C>n<N>).
+SYS_CLASS_BLOCK = Path("/sys/class/block")
+_CONTROLLER = re.compile(r"^nvme\d+$")
+_SUBSYSTEM = re.compile(r"^nvme-subsys\d+$")
+
+
+def controllers_of(device: str, sysfs: Path = SYS_CLASS_BLOCK) -> tuple[str, ...]:
+    """The NVMe controllers a disk (or a partition of one) is reached through, read from sysfs:
+    every controller of its subsystem under multipath, else its own; () for a disk that is not
+    NVMe or that sysfs does not show (its lines are then matched by name alone)."""
+    try:
+        node = (sysfs / kernel_name(device)).resolve(strict=True)
+        for parent in node.parents:
+            if _CONTROLLER.match(parent.name):
+                return (parent.name,)
+            if _SUBSYSTEM.match(parent.name):
+                return tuple(sorted(p.name for p in parent.iterdir() if _CONTROLLER.match(p.name)))
+    except OSError:
+        pass
+    return ()
+
+
+def scan_kernel_log(text: str, devices: Sequence[str] = (),
+                    controllers: Collection[str] = ()) -> list[KernelHit]:
     """Storage errors in ``dmesg --time-format=iso`` or journal text; devices filters by name
-    (as the kernel says it or as a /dev path)."""
+    (as the kernel says it or as a /dev path), and a line a controller of theirs logged
+    (``controllers``: "nvme1", as controllers_of reads them) is theirs too."""
     hits = []
     for raw in text.splitlines():
         match = _STAMP.match(raw)
@@ -89,7 +120,8 @@ def scan_kernel_log(text: str, devices: Sequence[str] = ()) -> list[KernelHit]:
             found = pattern.search(line)
             if found:
                 device = found.group(1)
-                if not devices or any(same_device(device, d) for d in devices):
+                if not devices or device in controllers or any(
+                        same_device(device, d) for d in devices):
                     hits.append(KernelHit(kind=kind, device=device, line=line.strip(), t=t))
                 break
     return hits
@@ -127,10 +159,11 @@ class KernelLog(BaseCollector):
 
     def __init__(self, runner: CommandRunner, devices: Sequence[str] = (),
                  argv: Sequence[str] = ("dmesg", "--time-format=iso"),
-                 restrict: Path = RESTRICT):
+                 restrict: Path = RESTRICT, sysfs: Path = SYS_CLASS_BLOCK):
         # A /dev/disk/by-id link names the kernel's device only once resolved.
         self.devices = tuple(kernel_name(os.path.realpath(d) if d.startswith("/") else d)
                              for d in devices)
+        self.controllers = frozenset(c for d in self.devices for c in controllers_of(d, sysfs))
         self.runner, self.argv, self.restrict = runner, list(argv), restrict
         self.read_until: float | None = None  # the end of the last window read
 
@@ -148,7 +181,7 @@ class KernelLog(BaseCollector):
                 f"(kernel.dmesg_restrict = {_restricted(self.restrict)}: reading it needs root "
                 "or CAP_SYSLOG; in a container, the host's permission to read it)")
         since = ctx.since if self.read_until is None else min(ctx.since, self.read_until)
-        hits = [h for h in scan_kernel_log(done.stdout, self.devices)
+        hits = [h for h in scan_kernel_log(done.stdout, self.devices, self.controllers)
                 if h.t is not None and since < h.t <= ctx.end]
         self.read_until = ctx.end
         return hits_reading(hits)
