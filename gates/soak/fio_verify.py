@@ -26,10 +26,10 @@ from .rules import VERIFY, HealthReading
 
 VERIFY_FILE = "kvgate-soak-verify.dat"
 # fio's job "error" is the errno that ended the job (fio 3.33 stat.c show_thread_status_json:
-# "error" = ts->error); verify mismatches under continue_on_error=verify are EILSEQ (84), and
-# fio prints "fio: pid=N, err=28/file:io_u.c:1876, func=io_u error, error=No space left on
-# device" and "fio: io_u error on file F: ...: write offset=N, buflen=M" (io_u.c, filesetup.c).
-EILSEQ = errno.EILSEQ
+# "error" = ts->error); verify mismatches under continue_on_error=verify are EILSEQ
+# (fioerrors.EILSEQ, where that is read from fio's source), and fio prints "fio: pid=N,
+# err=28/file:io_u.c:1876, func=io_u error, error=No space left on device" and "fio: io_u
+# error on file F: ...: write offset=N, buflen=M" (io_u.c, filesetup.c).
 _FIO_ERROR = re.compile(r"^fio: (?:pid=\d+, err=|io_u error )")
 
 
@@ -113,7 +113,7 @@ class FioVerify(BaseCollector):
             counted = sum(int(j.get("total_err", 0) or 0) for j in raw.get("jobs", []))
         except (ValueError, AttributeError, TypeError):
             counted = 0  # the parsed report stands; the failure lines still count
-        other = [j.error for j in report.jobs if j.error not in (0, EILSEQ)]
+        other = [j.error for j in report.jobs if j.error not in (0, fioerrors.EILSEQ)]
         said = fio_error_lines(done.stdout.split("\n{", 1)[0] + "\n" + done.stderr)
         refused = JobError(step=step, code=other[0], said=said) if other else None
         return max(counted, len(failures)), failures, "", refused
