@@ -19,56 +19,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from _chain import SITE, add_gate, m, open_run
 from _edits import edited
+from _soak import g3_for_soak, soak_site
 from faultfs import Fault
 from faultfs.fixture import faultfs  # noqa: F401  (the fixture)
 
-from gates.core.verdicts import Limit
-from gates.store import Store
-
-SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
-
 
 def site_text(target: Path) -> str:
-    return f"""
-[site]
-name = "{SITE}"
-[target]
-directory = "{target}"
-create = true
-min_free = "0"
-[fio]
-file_size = "16MiB"
-[soak]
-warmup_windows = 0                   # every window judged, counted from the first
-sessions = 2
-turns = 2
-first_tokens = 128
-turn_tokens = 16
-output_tokens = 8
-verify_size = "4MiB"
-[arms.candidate]
-kind = "launch"
-model = "kvgate-sim-tiny"
-startup_timeout = "60s"
-stop_timeout = "10s"
-command = {SIM}, "--kv-dir", "{{kv_dir}}"]
-kv_dir = "{target}/kv-candidate"
-"""
+    return soak_site(target, target_extra='min_free = "0"\n',
+                     soak_extra="warmup_windows = 0  # every window judged, from the first\n")
 
 
 def passing_g3(out: Path) -> None:
     """A G3 that passed, with the repetitions G4 takes its operating point from."""
-    with Store(out) as store:
-        folder = open_run(store, "g3-run")
-        reps = folder / "evidence" / "g3-candidate-repetitions.json"
-        reps.write_text(json.dumps([{"arm": "candidate", "concurrency": 2, "repetition": r,
-                                     "ttfts": [0.1], "output_throughput": 1.0, "sent": 4,
-                                     "errors": 0} for r in range(2)]))
-        store.add_evidence("g3-run", reps)
-        add_gate(store, "g3-run", "g3", measurements=[
-            m("g3.ttft_p50_reduction", 60, Limit.at_least(30, "%"), 2)])
+    g3_for_soak(out, reduction=60)
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

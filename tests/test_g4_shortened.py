@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from _edits import edited
 from _fixturemods import fixture_module
+from _soak import FakeLoad
 
-from gates.core.verdicts import SHORTENED, Cause, Deviation, RequestOutcome, RequestRecord
+from gates.core.verdicts import SHORTENED, Cause, Deviation
 from gates.options import RunOptions
 from gates.report import build_summary
 from gates.session import GateSession
@@ -145,19 +146,6 @@ def test_a_full_soak_is_not_shortened_whatever_thresholds_asks(tmp_path):
 
 
 # ---- the record, g4.html and the summary ------------------------------------------------
-
-class FakeLoad:
-    """Two good requests per window; the fake clock moves by the window's length."""
-
-    def __init__(self, clock):
-        self.clock = clock
-
-    def run(self, index, seconds):
-        self.clock.sleep(seconds)
-        return [RequestRecord(request_id=f"w{index}-{k}", t0=0.0, ttft=0.1, e2e=1.0,
-                              content_times=[0.1, 1.0], output_tokens=500,
-                              outcome=RequestOutcome.OK) for k in range(2)]
-
 
 class Page(HTMLParser):
     """Element text and class by id."""

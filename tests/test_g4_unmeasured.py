@@ -15,57 +15,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from _chain import SITE, add_gate, m, open_run
 from _edits import edited
+from _soak import g3_for_soak, soak_site
 
-from gates.core.verdicts import Cause, Deviation, Limit
-from gates.store import Store
-
-SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
+from gates.core.verdicts import Cause, Deviation
 
 
 def site_text(target: Path) -> str:
-    return f"""
-[site]
-name = "{SITE}"
-[target]
-directory = "{target}"
-create = true
-[fio]
-file_size = "16MiB"
-[topology]
-devices = ["/dev/nvme0n1"]
-[soak]
-warmup_windows = 0                   # five windows, the fewest G4 takes: all judged
-sessions = 2
-turns = 2
-first_tokens = 128
-turn_tokens = 16
-output_tokens = 8
-verify_size = "4MiB"
-[arms.candidate]
-kind = "launch"
-engine = "vllm"
-model = "kvgate-sim-tiny"
-startup_timeout = "60s"
-stop_timeout = "10s"
-command = {SIM}, "--kv-dir", "{{kv_dir}}"]
-kv_dir = "{target}/kv-candidate"
-"""
+    return soak_site(target, sections='[topology]\ndevices = ["/dev/nvme0n1"]\n',
+                     soak_extra="warmup_windows = 0  # five windows, the fewest G4 takes: all "
+                                "judged\n", engine="vllm")
 
 
 def passing_g3(out: Path) -> None:
     """A G3 that passed, with the repetitions G4 takes its operating point from."""
-    with Store(out) as store:
-        folder = open_run(store, "g3-run")
-        reps = folder / "evidence" / "g3-candidate-repetitions.json"
-        reps.write_text(json.dumps([{"arm": "candidate", "concurrency": 2, "repetition": r,
-                                     "ttfts": [0.1], "output_throughput": 1.0, "sent": 4,
-                                     "errors": 0} for r in range(2)]))
-        store.add_evidence("g3-run", reps)
-        record, _ = add_gate(store, "g3-run", "g3", measurements=[
-            m("g3.ttft_p50_reduction", 60, Limit.at_least(30, "%"), 2)])
-    assert record.verdict.value == "PASS"
+    assert g3_for_soak(out, reduction=60).verdict.value == "PASS"
 
 
 def bare_path(folder: Path) -> str:

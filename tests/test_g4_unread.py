@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from _loopdev import need_root, tmpfs
+from _soak import FakeLoad
 from _tooldata import tool_text
 
 from gates.core.configuration import G4Limits
-from gates.core.verdicts import Outcome, RequestOutcome, RequestRecord, gate_verdict
+from gates.core.verdicts import Outcome, gate_verdict
 from gates.soak import SoakPlan, SoakRunner
 from gates.soak.clock import FakeClock
 from gates.soak.fio_verify import FioVerify
@@ -205,19 +206,6 @@ def test_a_target_gone_read_only_is_an_fio_job_error_erofs(small_target):
     assert reading.reason == "fio write pass: job error EROFS (30), Read-only file system"
 
 
-class FillingLoad:
-    """Two good requests per window; the clock moves by the window's length."""
-
-    def __init__(self, clock):
-        self.clock = clock
-
-    def run(self, index, seconds):
-        self.clock.sleep(seconds)
-        return [RequestRecord(request_id=f"w{index}-{k}", t0=0.0, ttft=0.1, e2e=1.0,
-                              content_times=[0.1, 1.0], output_tokens=500,
-                              outcome=RequestOutcome.OK) for k in range(2)]
-
-
 def test_a_shortened_soak_whose_target_fills_from_window_3_of_8_fails_g4(small_target,
                                                                        tmp_path):
     """The recorded case: before the fix, G4 PASS with "2 write-then-verify passes"."""
@@ -229,7 +217,7 @@ def test_a_shortened_soak_whose_target_fills_from_window_3_of_8_fails_g4(small_t
     with Store(tmp_path / "out") as store:
         store.begin_run("soak-1", "test site")
         plan = SoakPlan(run_id="soak-1", duration=8 * 20.0, window=20.0, g3_throughput=50.0)
-        runner = SoakRunner.start(store, plan, FillingLoad(clock), clock=clock,
+        runner = SoakRunner.start(store, plan, FakeLoad(clock), clock=clock,
                                   collectors=[collector(small_target / "kvgate-soak-verify")],
                                   on_window=engine_fills_the_target)
         runner.run()

@@ -19,65 +19,26 @@ import time
 from pathlib import Path
 
 import pytest
-from _chain import SITE, add_gate, m, open_run
+from _soak import ENDPOINT_ARMS, g3_for_soak, soak_site
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gates.cli import main
-from gates.core.verdicts import Cause, Deviation, Limit
+from gates.core.verdicts import Cause, Deviation
 from gates.soak import SoakPlan, SoakRunner, carry_engine_logs
 from gates.soak.liveness import RunnerMark, judge, process_gone, this_runner
 from gates.soak.runner import SoakBusy
 from gates.soak.store import SoakStore
 from gates.store import Store
 
-SIM = '["{python}", "-m", "gates.sim", "--profile", "tiny", "--port", "{port}"'
-
 
 def site_text(target: Path) -> str:
-    return f"""
-[site]
-name = "{SITE}"
-[target]
-directory = "{target}"
-create = true
-[fio]
-file_size = "16MiB"
-[soak]
-sessions = 2
-turns = 2
-first_tokens = 128
-turn_tokens = 16
-output_tokens = 8
-verify_size = "4MiB"
-[arms.baseline]
-kind = "endpoint"
-urls = ["http://127.0.0.1:9"]
-[arms.candidate]
-kind = "launch"
-engine = "kvgate-sim"
-model = "kvgate-sim-tiny"
-startup_timeout = "60s"
-stop_timeout = "10s"
-command = {SIM}, "--kv-dir", "{{kv_dir}}"]
-kv_dir = "{target}/kv-candidate"
-[arms.recompute]
-kind = "endpoint"
-urls = ["http://127.0.0.1:9"]
-"""
+    return soak_site(target, engine="kvgate-sim", other_arms=ENDPOINT_ARMS)
 
 
 def failed_g3(out: Path) -> None:
     """A G3 that did not pass (so G4 needs --force), with the repetitions G4 starts from."""
-    with Store(out) as store:
-        folder = open_run(store, "g3-run")
-        reps = folder / "evidence" / "g3-candidate-repetitions.json"
-        reps.write_text(json.dumps([{"arm": "candidate", "concurrency": 2, "repetition": r,
-                                     "ttfts": [0.1], "output_throughput": 50.0, "sent": 4,
-                                     "errors": 0} for r in range(2)]))
-        store.add_evidence("g3-run", reps)
-        add_gate(store, "g3-run", "g3", measurements=[
-            m("g3.ttft_p50_reduction", 5, Limit.at_least(30, "%"), 2)])
+    g3_for_soak(out, reduction=5, throughput=50.0)
 
 
 def kvgate(*argv, cwd):

@@ -15,10 +15,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _soak import FakeLoad
 from aiohttp import web
 
 from gates.core.configuration import G4Limits
-from gates.core.verdicts import SHORTENED, Outcome, RequestOutcome, RequestRecord
+from gates.core.verdicts import SHORTENED, Outcome, RequestRecord
 from gates.loadgen import Endpoint, LoadSettings, multi_turn
 from gates.sim.server import build_app
 from gates.soak import SoakPlan, SoakRunner
@@ -35,27 +36,6 @@ from gates.storage import SubprocessRunner
 from gates.store import Store
 
 HOURS72, WINDOW = 72 * 3600.0, 300.0
-
-
-class FakeLoad:
-    """Two requests per window; the clock moves by the window's length."""
-
-    def __init__(self, clock, fail=lambda i: 0, crash_at=None, ttft=lambda i: 0.1, check=None):
-        self.clock, self.fail, self.crash_at, self.ttft, self.check = (clock, fail, crash_at,
-                                                                      ttft, check)
-
-    def run(self, index, seconds):
-        if self.check:
-            self.check(index)
-        if index == self.crash_at:
-            self.clock.sleep(seconds / 2)
-            raise RuntimeError("kill -9 in the middle of a window")
-        self.clock.sleep(seconds)
-        bad = self.fail(index)
-        return [RequestRecord(request_id=f"w{index}-{k}", t0=0.0, ttft=self.ttft(index),
-                              e2e=1.0, content_times=[self.ttft(index), 1.0], output_tokens=500,
-                              outcome=RequestOutcome.HTTP_ERROR if k < bad
-                              else RequestOutcome.OK) for k in range(2)]
 
 
 class FakeCollector:
