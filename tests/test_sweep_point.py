@@ -98,7 +98,12 @@ def test_the_proof_holds_from_the_first_size_every_larger_one_proves():
     assert proof_from(ps[:1]) is None
 
 
-def test_a_point_that_could_not_be_measured_says_nothing_either_way():
+def test_a_point_that_could_not_be_measured_ends_the_claim_from_here_up():
+    """"From 4 up every size clears" cannot stand on a size 6 nobody measured: it counts as
+    one that did not clear (before: it was left out, and 4 was the break-even)."""
     failed = SweepPoint(asked=0, contexts=9, working_set=6, concurrency=8, error="unfit")
     ps = [figures(False, False, 1), figures(True, True, 4), failed]
-    assert break_even(ps).working_set == 4 and proof_from(ps).working_set == 4
+    assert break_even(ps) is None and proof_from(ps) is None
+    # Above the last size that could not be measured the claim stands again.
+    above = [*ps, figures(True, True, 8), figures(True, True, 9)]
+    assert break_even(above).working_set == 8 and proof_from(above).working_set == 8

@@ -119,22 +119,25 @@ def sweep_point(asked: int, contexts: int, working_set: int, concurrency: int,
 
 def _from_up(points: Sequence[SweepPoint], holds: Callable[[SweepPoint], bool]
              ) -> SweepPoint | None:
-    """The smallest measured point from which ``holds`` is true of every larger measured one
-    (a point that could not be measured says nothing either way: the page names it)."""
+    """The smallest point from which ``holds`` is true of every larger one. A point that could
+    not be measured ends the run like one where it fails: "from here up, every size" cannot
+    stand on a size nobody measured (the page names it, and why)."""
     found = None
-    for p in reversed([p for p in points if not p.error]):
-        if not holds(p):
+    for p in reversed(points):
+        if p.error or not holds(p):
             break
         found = p
     return found
 
 
 def break_even(points: Sequence[SweepPoint]) -> SweepPoint | None:
-    """The smallest working set from which every larger measured point clears both limits."""
+    """The smallest working set from which every larger point was measured and clears both
+    limits."""
     return _from_up(points, lambda p: p.clears)
 
 
 def proof_from(points: Sequence[SweepPoint]) -> SweepPoint | None:
-    """The smallest working set from which the evidence chain proves storage reads at every
-    larger measured point (below it memory could hold the KV, or the chain disagreed)."""
+    """The smallest working set from which every larger point was measured and the evidence
+    chain proves storage reads at each (below it memory could hold the KV, the chain
+    disagreed, or a size could not be measured)."""
     return _from_up(points, lambda p: p.proven)

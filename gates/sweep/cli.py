@@ -201,9 +201,9 @@ def sweep_record(session: GateSession, plan: SweepPlan,
 
 def summary_lines(r: SweepRecord, files: dict[str, Path]) -> list[str]:
     """What the sweep found, and where its page is."""
-    out = ["both gains clear G3's limits at every measured point from " + (
+    out = ["both gains clear G3's limits at every size (each measured) from " + (
         f"{format_size(r.break_even)} up" if r.break_even is not None else "no size up")]
-    out.append("the evidence chain proves storage reads at every measured point from " + (
+    out.append("the evidence chain proves storage reads at every size (each measured) from " + (
         f"{format_size(r.proof_from)} up" if r.proof_from is not None else "no size up"))
     out += [f"{kind:>6}: {path}" for kind, path in files.items()]
     return out
