@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 
 from gates.inference import Repetition
-from gates.loadgen import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
+from gates.loadgen import CpuUse, cpu_snapshot, cpu_use
+from gates.loadgen.cpu import CpuSnapshot
 
 TIMING_CHECKS = ("g2.ttft_p50_cv", "g2.throughput_cv", "g2.loadgen_fit", "g3.loadgen_fit")
 G2_REPS = "evidence/g2-baseline-repetitions.json"

@@ -1,7 +1,7 @@
 """The load generator: HTTP/1.1 over asyncio, SSE, the request stream, workloads and
 traces, the phase runner with its self-check, and the latency statistics."""
 
-from .cpu import CpuSnapshot, CpuUse, cpu_snapshot, cpu_use
+from .cpu import CpuUse, cpu_snapshot, cpu_use
 from .generator import (
     READ_BUFFER,
     Endpoint,
@@ -36,7 +36,6 @@ from .workloads import (
 )
 
 __all__ = [
-    "CpuSnapshot",
     "CpuUse",
     "EVICT",
     "Endpoint",
