@@ -158,6 +158,11 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
                stream_type: type[ResponseStream] = ResponseStream) -> RequestRecord:
     """Send one streaming request; every way it can end becomes one outcome with its reason.
 
+    A cancellation is not an ending of the request but of its caller, and goes on up: kvgate
+    never cancels a request itself, so it is a Ctrl-C, and asyncio.run raises KeyboardInterrupt
+    only when its task ends cancelled. Recorded as an outcome it was swallowed, and a phase that
+    sends one request at a time went on with the next.
+
     A request whose kept-alive connection the server had closed goes again on a new one
     (gates.loadgen.pool). ``body`` is the request's JSON, serialised beforehand (run_phase
     does so before the phase); None = here. ``t0_ns``: when TTFT starts, if not when the
@@ -211,8 +216,6 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
         return done(RequestOutcome.HTTP_ERROR, error=f"cannot connect: {exc.reason}")
     except HttpError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
-    except asyncio.CancelledError:
-        return done(RequestOutcome.CANCELLED, error="cancelled before completion")
 
 
 def release_times(count: int, settings: LoadSettings, trace_at: Sequence[float | None]) -> list:
