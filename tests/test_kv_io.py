@@ -121,3 +121,12 @@ def test_every_example_names_an_engine_whose_kv_io_kvgate_knows():
         assert found and not unknown, (path.name, unknown)
         for p in found:  # the shipped chunk sizes are whole 4 KiB blocks: no fallback
             assert p.file_bytes % 4096 == 0, (path.name, p.describe())
+
+
+def test_o_direct_on_a_target_whose_residency_cannot_be_seen_is_an_error(faultfs):  # noqa: F811
+    """The fault filesystem (FUSE, direct_io) takes O_DIRECT but refuses a shared mmap (ENODEV),
+    so whether it honours O_DIRECT cannot be seen: not a PASS (before: a note, and PASS)."""
+    result = tried(site_with("vllm-native"), faultfs.mountpoint, files=8, bytes_per_token=4096)
+    assert result.outcome is Outcome.ERROR, result.note
+    assert "page-cache residency after O_DIRECT writes not measured: mmap of " in result.note
+    assert "ENODEV" in result.note or "No such device" in result.note, result.note

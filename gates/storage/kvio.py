@@ -133,6 +133,7 @@ class KvIoResult:
     files: int
     failures: list[str]  # each names the file, the operation, the setting and the errno
     note: str = ""
+    unmeasured: str = ""  # a property the try could not see (O_DIRECT honoured), with why
 
 
 def judge(results: list[KvIoResult], unknown: list[str], why_not: str = "") -> Measurement:
@@ -146,5 +147,8 @@ def judge(results: list[KvIoResult], unknown: list[str], why_not: str = "") -> M
     done = "; ".join(f"{r.pattern.describe()}: {r.files} files written and read back by "
                      f"{THREADS} threads" + (f" ({r.note})" if r.note else "") for r in results)
     shown = failures[:5] + ([f"... {len(failures) - 5} more"] if len(failures) > 5 else [])
+    unseen = [r.unmeasured for r in results if r.unmeasured]
+    if unseen and not failures:  # a failure found stands; a property not seen is no pass
+        return Measurement.error(NAME, "; ".join([*unseen, done]), limit)
     return Measurement.measured(NAME, len(failures), limit,
                                 note=done + ("; " + "; ".join(shown) if shown else ""))

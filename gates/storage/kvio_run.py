@@ -159,21 +159,29 @@ def _run(p: KvIoPattern, folder: Path, files: int, threads: int) -> KvIoResult:
                 os.posix_fallocate(f.fileno(), 0, files * p.file_bytes)
         except OSError as exc:
             notes.append(f"fallocate refused ({_why(exc)}): the file is extended by writes")
+    unmeasured = ""
     with ThreadPoolExecutor(threads) as pool:
         failures += [f for f in pool.map(lambda i: trial.write(i, direct_w), range(files)) if f]
         if direct_w and not failures:
-            failures += _cached(trial, notes)
+            cached = _cached(trial)
+            if isinstance(cached, str):
+                unmeasured = (f"whether the filesystem honours {p.engine}'s O_DIRECT could not "
+                              f"be seen: page-cache residency after O_DIRECT writes not "
+                              f"measured: {cached} [arms.{p.arm}: {p.setting}]")
+            else:
+                failures += cached
         failures += [f for f in pool.map(lambda i: trial.read(i, direct_r), range(files)) if f]
-    return KvIoResult(pattern=p, files=files, failures=failures, note="; ".join(notes))
+    return KvIoResult(pattern=p, files=files, failures=failures, note="; ".join(notes),
+                      unmeasured=unmeasured)
 
 
-def _cached(trial: _Trial, notes: list[str]) -> list[str]:
-    """A filesystem that takes O_DIRECT but keeps the written pages cached does buffered I/O."""
+def _cached(trial: _Trial) -> list[str] | str:
+    """A filesystem that takes O_DIRECT but keeps the written pages cached does buffered I/O:
+    the failure naming it ([] for none), or why residency could not be seen."""
     path = trial.big if trial.p.one_file else trial._target(0)[0]
     seen = resident_pages(path)
     if isinstance(seen, str):
-        notes.append(f"page-cache residency after O_DIRECT writes not measured: {seen}")
-        return []
+        return seen
     cached, pages = seen
     if cached == 0:
         return []
