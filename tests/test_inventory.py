@@ -202,3 +202,18 @@ def test_inventory_command_prints_json_and_a_table(tmp_path, capsys):
     assert "DUT inventory: inv" in out and "[topology]" in out  # markup-looking text survives
     assert inventory_command(tmp_path / "missing.toml", as_json=False) == 2
     assert "file not found" in capsys.readouterr().out
+
+
+def test_a_named_device_nvme_list_does_not_list_is_an_error_naming_it(tmp_path):
+    """Four drives named, nvme5n1 gone from the bus: the three found must not stand for four
+    (before: the missing one was filtered out and every check per drive judged the others)."""
+    collector = Collector(rdma_host(tmp_path), tmp_path / "evidence",
+                          root=fake_sysfs(tmp_path / "root"), timeout=5)
+    site = make_site(tmp_path / "kv", **{**MD_SITE, "devices": [
+        "/dev/nvme1n1", "/dev/nvme2n1", "/dev/nvme3n1", "/dev/nvme5n1"]})
+    inv = collect(site, collector)
+    assert not inv.namespaces.ok
+    assert inv.namespaces.error.startswith("site.toml [topology] devices names /dev/nvme5n1, "
+                                           "which `nvme list` does not list (it lists /dev/"
+                                           "nvme0n1, /dev/nvme1n1"), inv.namespaces.error
+    assert [n.device for n in inv.namespaces.value] == [f"/dev/nvme{i}n1" for i in (1, 2, 3)]

@@ -6,6 +6,7 @@ could not be collected carries the error. The commands run through the Collector
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -117,6 +118,22 @@ def _md_device(topology: Topology, mount: Mount | None) -> str:
     return ""
 
 
+def _named(found: Found, devices: list[str]) -> Found:
+    """The namespaces the site names. One `nvme list` did not list is an error naming it: the
+    checks per drive would otherwise judge the drives found and pass over the one gone missing.
+    A /dev/disk/by-id link names its device once resolved."""
+    wanted = {os.path.realpath(d): d for d in devices}
+    kept = [n for n in found.value if os.path.realpath(n.device) in wanted]
+    listed = {os.path.realpath(n.device) for n in found.value}
+    missing = [d for real, d in wanted.items() if real not in listed]
+    if not missing:
+        return found.model_copy(update={"value": kept})
+    return found.model_copy(update={"value": kept, "error": (
+        f"site.toml [topology] devices names {', '.join(missing)}, which `nvme list` does not "
+        f"list (it lists {', '.join(n.device for n in found.value) or 'none'}): a drive gone "
+        "from the bus, or a name that is not the namespace's")})
+
+
 def collect(site: Site, c: Collector, kv_io: tuple[Site, int] | None = None) -> Inventory:
     """Collect what G1's configuration checks need for this site, and nothing that is N/A;
     with kv_io (the site as G2/G3 run it, KV bytes per token), try the engine's KV I/O too."""
@@ -150,8 +167,7 @@ def collect(site: Site, c: Collector, kv_io: tuple[Site, int] | None = None) -> 
     else:
         inv.namespaces = c.run(["nvme", "list", "-o", "json"], parse_nvme_list)
         if inv.namespaces.ok and topo.devices:
-            wanted = set(topo.devices)
-            inv.namespaces.value = [n for n in inv.namespaces.value if n.device in wanted]
+            inv.namespaces = _named(inv.namespaces, topo.devices)
         for ctrl in sorted({n.controller for n in inv.namespaces.value or []}):
             inv.controllers[ctrl] = c.run(["nvme", "id-ctrl", ctrl, "-o", "json"], parse_id_ctrl)
             inv.smart[ctrl] = c.run(["nvme", "smart-log", ctrl, "-o", "json"], parse_smart_log)
