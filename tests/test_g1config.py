@@ -23,7 +23,7 @@ from gates.storage import g1config as g1c
 from gates.storage.blockdev import BlockDevice, Mount
 from gates.storage.net import GidEntry, NicState, parse_rdma_links
 from gates.storage.nvme import parse_id_ctrl, parse_nvme_list
-from gates.storage.raid import parse_mdadm_detail
+from gates.storage.raid import parse_mdadm_detail, parse_mdadm_export
 from gates.storage.xfs import parse_xfs_info
 
 LIMITS = G1Limits(seq_read_bw_min=1, seq_write_bw_min=1, kv_restore_bw_min=1,
@@ -99,6 +99,28 @@ def test_degraded_raid5_fails_in_words_a_site_engineer_understands():
     failed = g1c.raid_failed_members(inv, ordered)
     assert failed.outcome is Outcome.FAIL and failed.value == 1
     assert "/dev/nvme3n1 (faulty)" in failed.note and "replace the drive" in failed.note
+
+
+def test_an_array_only_mdadm_export_described_is_judged_on_what_export_says():
+    """mdadm --detail failed, --export answered: it has no State, so the state is unmeasured
+    (ERROR), and the members are counted from its roles against MD_DEVICES (before: State "not
+    reported" PASSed, and a member gone from the export counted as none missing)."""
+    inv, ordered = healthy(), site(**ORDER)
+    inv.raid = Found(value=parse_mdadm_export(tool_text("mdadm_export_raid0.txt")), evidence=EV)
+    state = g1c.raid_state(inv, ordered)
+    assert state.outcome is Outcome.ERROR and "mdadm reported no State" in state.note, state
+    assert g1c.raid_failed_members(inv, ordered).outcome is Outcome.PASS
+    # The same array with nvme4n1 gone: --export lists the three members it still has.
+    gone = "\n".join(line for line in tool_text("mdadm_export_raid0.txt").splitlines()
+                     if "nvme4n1" not in line)
+    inv.raid = Found(value=parse_mdadm_export(gone), evidence=EV)
+    failed = g1c.raid_failed_members(inv, ordered)
+    assert failed.outcome is Outcome.FAIL and failed.value == 1, failed
+    # Neither a slot count nor a role: nothing to count members by.
+    bare = "MD_LEVEL=raid0\nMD_DEVNAME=kvt\n"
+    inv.raid = Found(value=parse_mdadm_export(bare), evidence=EV)
+    unknown = g1c.raid_failed_members(inv, ordered)
+    assert unknown.outcome is Outcome.ERROR and "mdadm said neither" in unknown.note, unknown
 
 
 def test_three_members_and_the_wrong_chunk_fail():

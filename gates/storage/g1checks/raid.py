@@ -30,11 +30,15 @@ def _members(c: Case) -> Reading:
                    f"ordered {c.want}")
 
 
-def _state(c: Case) -> Reading:
+def _state(c: Case) -> Reading | Unmeasured:
     array = c.got
     problems = [w for w in UNHEALTHY_STATE if w.lower() in array.state.lower()]
     if array.degraded and "degraded" not in problems:
         problems.append("degraded")
+    if not array.state and not problems:  # mdadm --detail failed: --export has no State
+        return Unmeasured(f"{array.device}: mdadm reported no State (only `mdadm --detail "
+                          "--export` answered, which has none), so whether the array is "
+                          "clean, resyncing or degraded is unknown")
     note = f"mdadm State: {array.state or 'not reported'}"
     if problems:
         note += (f" — the array is {', '.join(problems)}: it is not running as ordered "
@@ -42,19 +46,33 @@ def _state(c: Case) -> Reading:
     return Reading(len(problems), note)
 
 
-def _missing(array: MdArray) -> int:
+def _active(array: MdArray) -> int | None:
+    """Members at work: mdadm --detail's count, else the members --export gives a slot."""
+    if array.active is not None:
+        return array.active
+    return sum(m.slot is not None for m in array.members) if array.members else None
+
+
+def _missing(array: MdArray) -> int | None:
+    """Members failed or missing; None when mdadm said neither how many slots the array has
+    and how many members work in them, nor of any member that it failed."""
     # mdadm lists a failed drive twice: its empty slot ("removed") and the device ("faulty").
-    short = (array.raid_devices - array.active
-             if array.raid_devices is not None and array.active is not None else 0)
+    active = _active(array)
+    short = (array.raid_devices - active
+             if array.raid_devices is not None and active is not None else None)
     faulty = sum("faulty" in m.state for m in array.members)
     removed = sum("removed" in m.state or "missing" in m.state for m in array.members)
-    return max(short, array.failed_count or 0, faulty, removed)
+    found = max(short or 0, array.failed_count or 0, faulty, removed)
+    return found if short is not None or found else None
 
 
-def _failed_members(c: Case) -> Reading:
+def _failed_members(c: Case) -> Reading | Unmeasured:
     array = c.got
     failed = [m for m in array.failed_members if m.device] or array.failed_members
     count = _missing(array)
+    if count is None:
+        return Unmeasured(f"{array.device}: mdadm said neither how many member slots the "
+                          "array has nor how many members work in them")
     named = ", ".join(f"{m.device or f'slot {m.slot}'} ({m.state})" for m in failed)
     return Reading(count, "all members active" if not count else (
         f"{count} member(s) failed or missing" + (f": {named}" if named else "")
