@@ -346,10 +346,15 @@ def test_noise_and_what_fio_itself_did_are_not_a_deviation():
     assert _g1.other_io("x", "nvme1n1", (SEQREAD_BYTES // 2, 0), fio) is None
 
 
-def test_other_io_needs_a_device_counters_and_a_report():
+def test_other_io_needs_a_device_and_a_report_and_unread_counters_are_not_watched():
     fio = report("seqread_1m.json")
     assert _g1.other_io("x", "", (0, 10**12), fio) is None
-    assert _g1.other_io("x", "vda", None, fio) is None
+    # A job fio ran while the device's counters could not be read: nobody watched it (before:
+    # no deviation at all, as if the device had been quiet).
+    unread = _g1.other_io("Sequential read, 1 MiB", "vda", None, fio)
+    assert unread.cause is Cause.IO_NOT_WATCHED and unread.text == (
+        "other processes' I/O on the target was not watched: the counters of vda "
+        "(/sys/class/block/vda/stat) could not be read around 'Sequential read, 1 MiB'")
     assert _g1.other_io("x", "vda", (0, 10**12), None) is None
 
 

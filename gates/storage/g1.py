@@ -36,10 +36,14 @@ def other_io(title: str, device: str, device_io: tuple[int, int] | None,
     not).
 
     Another process on the array (a second run, a backup, another tenant) takes its share of the
-    bandwidth fio measures, and nothing else would show it.
+    bandwidth fio measures, and nothing else would show it. A job fio ran while the device's
+    counters could not be read (device_io None) is one nobody watched: not_watched says so.
     """
-    if not device or device_io is None or report is None:
+    if not device or report is None:
         return None
+    if device_io is None:
+        return not_watched(f"the counters of {device} (/sys/class/block/{device}/stat) could "
+                           f"not be read around '{title}'")
     entries = report.entries()
     fio_read, fio_write = (sum(getattr(j, d).io_bytes for j in entries) for d in ("read", "write"))
     read, write = device_io
