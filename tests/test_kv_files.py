@@ -8,8 +8,11 @@ the timeout case.
 """
 
 import os
+import shutil
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +107,47 @@ def test_a_quiet_directory_settles_at_once(tmp_path):
     waited = wait_until_settled(tmp_path, interval=0.5, clock=clock,
                                 sleep=lambda s: setattr(clock, "now", clock.now + s))
     assert waited.seconds == 0.5 and waited.files == 1 and waited.bytes == 10
+
+
+def look_as(user: int, kv_dir: Path) -> str:
+    """look(kv_dir) in a forked child running as ``user`` (the interpreter lives under /root,
+    which another user may not execute): its listing, or the PhaseError it raised."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to the user, look, say what happened, and end here
+        try:
+            os.setgid(user)
+            os.setuid(user)
+            try:
+                said = str(sorted(look(kv_dir)))
+            except PhaseError as exc:
+                said = f"PhaseError: {exc}"
+            os.write(write, said.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        said = answer.read()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the walk as another user")
+def test_a_folder_kvgate_may_not_list_is_an_error_not_left_out():
+    """An engine running as root keeps a 0700 folder per rank; kvgate as another user cannot
+    list it. Before: os.walk passed over it, and the page-cache drop, the read-back and the
+    bytes stored looked at the other folders only."""
+    # In /tmp itself: pytest's tmp_path lies under a 0700 folder the other user may not pass.
+    kv_dir = Path(tempfile.mkdtemp(prefix="kvgate-kvdir-"))
+    try:
+        kv_dir.chmod(0o755)
+        (kv_dir / "rank0").mkdir(mode=0o700)
+        (kv_dir / "rank0" / "chunk-0.kv").write_bytes(b"k" * 4096)
+        (kv_dir / "rank1").mkdir(mode=0o755)
+        (kv_dir / "rank1" / "chunk-0.kv").write_bytes(b"k" * 4096)
+        said = look_as(65534, kv_dir)
+        assert said.startswith(f"PhaseError: kvgate cannot list {kv_dir / 'rank0'}: "
+                               "Permission denied (EACCES)"), said
+        assert sorted(look(kv_dir)) == ["rank0/chunk-0.kv", "rank1/chunk-0.kv"]  # root sees all
+    finally:
+        shutil.rmtree(kv_dir)

@@ -35,11 +35,23 @@ SETTLE_INTERVAL_S = WRITE_QUIET_S / QUIET_POLLS
 SETTLE_TIMEOUT_S = 120.0  # as long as the counters' settle may wait
 
 
+def _unlisted(exc: OSError) -> None:
+    """os.walk's onerror: a directory removed before it was listed is left out like a file that
+    vanished; one kvgate may not list (EACCES: an engine's 0700 folder) is an error, since the
+    page-cache drop, the read-back and the bytes stored would pass over the files in it."""
+    if isinstance(exc, FileNotFoundError):
+        return
+    raise PhaseError(f"kvgate cannot list {exc.filename}: {exc.strerror} "
+                     f"({errno.errorcode.get(exc.errno or 0, 'no errno')}); it must see every KV "
+                     "file to drop it from the page cache and read it back: run kvgate as the "
+                     "engine's user or as root")
+
+
 def look(kv_dir: Path) -> Listing:
-    """Every file under kv_dir but kvgate's marker; what vanished mid-walk is left out."""
+    """Every file under kv_dir but kvgate's marker; what vanished mid-walk is left out, a folder
+    that cannot be listed is a PhaseError naming it."""
     seen: Listing = {}
-    # os.walk skips a directory removed before it is listed (its onerror default ignores it).
-    for dirpath, dirnames, filenames in os.walk(kv_dir):
+    for dirpath, dirnames, filenames in os.walk(kv_dir, onerror=_unlisted):
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             if name == MARKER:
                 continue
