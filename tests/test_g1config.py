@@ -228,6 +228,18 @@ def test_temperature_falls_back_when_the_drive_reports_no_threshold():
     assert "reports no warning threshold" in first.note
 
 
+def test_temperature_is_an_error_when_the_drives_threshold_could_not_be_read():
+    """Before: an id-ctrl that failed fell back to g1.temperature_max (70 °C), saying the drive
+    reports no threshold; a drive whose own WCTEMP is lower passed hotter than it allows."""
+    inv = healthy()
+    inv.controllers = {c: Found(error="`nvme id-ctrl` failed (exit status 1): Resource busy")
+                       for c in inv.controllers}
+    (first, *_) = g1c.smart_temperature(inv, LIMITS)
+    assert first.outcome is Outcome.ERROR, first
+    assert "warning threshold (WCTEMP, nvme id-ctrl) could not be read: `nvme id-ctrl` " \
+        "failed" in first.note
+
+
 def test_links_ports_and_roce():
     inv = healthy()
     inv.nics = Found(value=[NicState(name="ens1f0np0", speed_mbps=25000, mtu=1500,

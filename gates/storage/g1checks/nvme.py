@@ -144,10 +144,17 @@ PERCENT_USED = DriveSpec(
 
 
 def temperature(inv: Inventory, limits: G1Limits) -> list[Measurement]:
-    """Composite temperature below each drive's own warning threshold (WCTEMP)."""
+    """Composite temperature below each drive's own warning threshold (WCTEMP); g1's
+    temperature_max where the drive reports none (WCTEMP 0), ERROR where it could not be asked:
+    the fallback is for a drive without a threshold, not for one whose threshold is unread."""
     def judge(label, log, ident):
         smart = log.value
-        wctemp = ident.value.warning_temp_k if ident and ident.ok else 0
+        if ident is None or not ident.ok:
+            why = ident.error if ident else "nvme id-ctrl was not run for it"
+            return Measurement.error(label, f"{smart.temperature_k} K, but the drive's warning "
+                                     f"threshold (WCTEMP, nvme id-ctrl) could not be read: {why}",
+                                     evidence=log.evidence + (ident.evidence if ident else []))
+        wctemp = ident.value.warning_temp_k
         if wctemp:
             limit = Limit.at_most(round(wctemp - 273.15, 2), "°C", hi_inclusive=False)
             source = f"the drive's warning threshold WCTEMP {wctemp} K"
