@@ -286,6 +286,20 @@ def test_uncollected_facts_are_errors_and_skipped_ones_not_applicable():
     assert all(m.note for m in results)
 
 
+def test_xfs_alignment_to_an_md_array_that_could_not_be_read_is_an_error():
+    """XFS read, the md array not (mdadm failed), site.toml silent on the stripe: the stripe
+    is unknown, not absent (before: NOT APPLICABLE, "no md array was found")."""
+    inv = healthy()
+    inv.raid = Found(error="`mdadm --detail /dev/md127` failed (exit status 1): busy")
+    silent = site(filesystem="xfs", transport="rdma", interfaces=["ens1f0np0"])
+    unit, width = g1c.xfs_stripe_unit(inv, silent), g1c.xfs_stripe_width(inv, silent)
+    for m in (unit, width):
+        assert m.outcome is Outcome.ERROR, m
+        assert "the md array could not be read: `mdadm --detail /dev/md127` failed" in m.note
+    inv.raid = Found(skipped="site.toml orders no RAID")  # no array at all: nothing to align to
+    assert g1c.xfs_stripe_unit(inv, silent).outcome is Outcome.NOT_APPLICABLE
+
+
 def test_embedded_default_site_file(repo):
     from gates.core.configuration import load_site
     embedded, _ = load_site(repo / "site.toml")

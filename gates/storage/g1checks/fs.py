@@ -16,8 +16,10 @@ from ..xfs import Alignment, XfsGeometry, alignment
 from .spec import Case, CheckSpec, NotApplicable, Reading, Unmeasured, exact, none_of, topology
 
 
-def expected_geometry(inv: Inventory, site: Site) -> tuple[int | None, int | None, str]:
-    """The chunk (bytes) and data disks the filesystem must align to, or why they are unknown."""
+def expected_geometry(inv: Inventory, site: Site
+                      ) -> tuple[int | None, int | None, NotApplicable | Unmeasured | None]:
+    """The chunk (bytes) and data disks the filesystem must align to, or why they are unknown:
+    not applicable where there is no stripe, unmeasured where the md array could not be read."""
     topo = site.topology
     array = inv.raid.value if inv.raid.ok else None
     chunk = topo.chunk or (array.chunk if array else None)
@@ -30,10 +32,16 @@ def expected_geometry(inv: Inventory, site: Site) -> tuple[int | None, int | Non
             disks = data_disks(level, members)
         except ValueError:
             disks = None
-    why = "" if chunk and disks else (
+    if chunk and disks:
+        return chunk, disks, None
+    if inv.raid.error:  # an array kvgate could not read is not an array that is not there
+        return chunk, disks, Unmeasured(
+            f"the stripe to align to is unknown: site.toml [topology] sets no chunk and "
+            f"raid_level/members (or data_disks), and the md array could not be read: "
+            f"{inv.raid.error}")
+    return chunk, disks, NotApplicable(
         "no stripe to align to: site.toml [topology] sets no chunk and raid_level/members "
         "(or data_disks), and no md array was found")
-    return chunk, disks, why
 
 
 def _geometry(inv: Inventory, site: Site, limits: G1Limits | None):
@@ -51,12 +59,12 @@ def _width_limit(want: tuple, limits: G1Limits | None) -> Limit | None:
 
 
 def _on_stripe(read: Callable[[XfsGeometry, Alignment, int, int], Reading]
-               ) -> Callable[[Case], Reading | NotApplicable]:
+               ) -> Callable[[Case], Reading | NotApplicable | Unmeasured]:
     """A reader of the XFS geometry, once there is a stripe to align it to."""
-    def checked(c: Case) -> Reading | NotApplicable:
+    def checked(c: Case) -> Reading | NotApplicable | Unmeasured:
         chunk, disks, why = c.want
         if why:
-            return NotApplicable(why)
+            return why
         return read(c.got, alignment(c.got, chunk, disks), chunk, disks)
     return checked
 
