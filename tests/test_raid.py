@@ -62,6 +62,10 @@ def test_mdstat_healthy_degraded_and_recovering():
     recovering, inactive = parse_mdstat(tool_text("mdstat_raid5_resync.txt"))
     assert recovering.map == "UUU_" and not inactive.active and inactive.level == ""
     assert inactive.members[0].state == "spare"
+    # An inactive array whose last member has no flag: the array's state is not the member's
+    # (before, the member loop overwrote it and such an array read as active).
+    stopped = tool_text("mdstat_raid5_resync.txt").replace("nvme5n1[0](S)", "nvme5n1[0]")
+    assert not parse_mdstat(stopped)[1].active
 
 
 def test_sysfs_chunk_size():

@@ -199,10 +199,10 @@ def parse_mdstat(text: str, command: str = "cat /proc/mdstat") -> list[MdstatArr
                 if not match:
                     raise ParseError(command, f"member {item!r} of {name} is not dev[n]")
                 flags = match.group(3)
-                state = ("faulty" if "(F)" in flags else "spare" if "(S)" in flags
-                         else "journal" if "(J)" in flags else "active")
+                role = ("faulty" if "(F)" in flags else "spare" if "(S)" in flags
+                        else "journal" if "(J)" in flags else "active")
                 members.append(MdMember(device=match.group(1), slot=int(match.group(2)),
-                                        state=state))
+                                        state=role))
             arrays.append(MdstatArray(name=name, active=state == "active", level=level or "",
                                       members=members))
             continue
