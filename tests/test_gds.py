@@ -107,6 +107,17 @@ def test_compat_mode_on_is_a_deviation_and_a_path_that_moved_no_counter_fails(tm
         "fs.weka.rdma_write_support is false" in deviations
 
 
+def test_a_gdsio_run_that_moved_nothing_leaves_the_path_unmeasured(tmp_path):
+    """A read run of 0 ops: the counters cannot have moved for it, and nothing says the path
+    went GPU-direct (before: only runs with ops were held to the counters, and it PASSed)."""
+    site = make_site(tmp_path / "kv", gds="NVMeOF", transport="rdma")
+    inv = collect(site, host(tmp_path / "root", tmp_path / "kv", gdsio="gdsio_read_no_ops.txt",
+                             **READY))
+    path = g1c.gds_path(inv, site)
+    assert path.outcome is Outcome.ERROR, path
+    assert "gdsio did no I/O in its READ run: the GPU-direct path was not exercised" in path.note
+
+
 def test_p2pdma_on_md_raid0_is_a_limit_of_the_site(tmp_path):
     site = make_site(tmp_path / "kv", gds="NVMe P2PDMA", raid_level=0, members=4,
                      transport="pcie")

@@ -104,6 +104,11 @@ def _path(c: Case) -> ReadResult:
                 if r.xfer_type != "GPUD"]
     said = "; ".join(f"gdsio {r.io_type} {r.xfer_type} {r.ops} ops {r.throughput}"
                      for r in run.runs)
+    idle = [r.io_type for r in run.runs if not r.ops]
+    if not run.runs or idle:  # a run that moved nothing says nothing of the path
+        return Unmeasured(f"{said or 'gdsio reported no run'}; gdsio did no I/O"
+                          + (f" in its {', '.join(idle)} run" if idle else "")
+                          + ": the GPU-direct path was not exercised")
     if c.site.topology.gds == P2PDMA:
         return Unmeasured(f"{said}; in P2PDMA mode nvidia-fs carries no I/O, so no counter "
                           "shows the transfer went GPU-direct rather than through POSIX")
