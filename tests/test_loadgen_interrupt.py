@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _ctrlc import sigint_as_in_a_terminal
+
 SCRIPT = """
 import asyncio, os, signal, sys
 sys.path.insert(0, {tests!r})
@@ -47,6 +49,7 @@ except KeyboardInterrupt:
 def test_a_ctrl_c_during_a_request_ends_the_run_and_sends_nothing_more():
     tests = str(Path(__file__).parent)
     done = subprocess.run([sys.executable, "-c", SCRIPT.format(tests=tests)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60,
+                          preexec_fn=sigint_as_in_a_terminal)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "KeyboardInterrupt after 1 requests", done.stdout

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _ctrlc import sigint_as_in_a_terminal
 from _owndisk import own_disk
 from _timing import accept_unfair
 
@@ -89,7 +90,8 @@ def sweep(world: Path, *args: str, site: str = "", out: str = "out",
     env = {**os.environ, WORLD_ENV: str(world), "KVGATE_SIGNING_KEY": private}
     if popen:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env, start_new_session=True)
+                                text=True, env=env, start_new_session=True,
+                                preexec_fn=sigint_as_in_a_terminal)
     return subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
 
 
