@@ -144,6 +144,22 @@ def test_kernel_collector_counts_only_lines_since_the_last_window():
     assert quiet.status == "ok" and quiet.values == {"hits": 0.0}
 
 
+def test_a_storage_error_line_without_a_time_makes_the_window_unread_not_quiet():
+    """Was: dropped, so an I/O error kvgate could not place in a window counted as none (an
+    error reading, like a log it could not read, is not an all-clear)."""
+    text = log("plain_dmesg.log")  # `dmesg` without --time-format: "[ 3001.114210] ..."
+    assert scan_kernel_log(text)  # the lines are storage errors
+    reading = KernelLog(dmesg(text)).collect(ctx())
+    assert reading.status == "error"
+    assert reading.reason.startswith(
+        "2 storage error line(s) in the kernel log carry no time kvgate can read, so whether "
+        "they fall in this window is unknown: '[ 3001.114210] nvme nvme0: I/O 123 QID 4 "
+        "timeout, aborting' (`dmesg --time-format=iso` must print ISO times)"), reading.reason
+    # A line without a time that is not a storage error is nobody's concern.
+    benign = KernelLog(dmesg("[ 2822.956248] XFS (loop0): Mounting V5 Filesystem\n"))
+    assert benign.collect(ctx()).status == "ok"
+
+
 def test_a_kernel_log_that_cannot_be_read_is_an_error_naming_the_permission_or_package(
         tmp_path):
     """#25 item 13 (was: NOT APPLICABLE, which the verdict ignores): every host has a kernel

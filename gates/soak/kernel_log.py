@@ -152,7 +152,8 @@ class KernelLog(BaseCollector):
     Every host has a kernel log: one kvgate cannot read is an ERROR naming the package or
     the permission, never NOT APPLICABLE. After a window whose read failed, the next read
     starts where the last good one ended, so that window's lines are still counted (the
-    failed window itself still counts against the rule's coverage).
+    failed window itself still counts against the rule's coverage). A storage error line
+    without a time it can read makes the window unread: dropped, it hid an error.
     """
 
     name = KERNEL
@@ -181,7 +182,13 @@ class KernelLog(BaseCollector):
                 f"(kernel.dmesg_restrict = {_restricted(self.restrict)}: reading it needs root "
                 "or CAP_SYSLOG; in a container, the host's permission to read it)")
         since = ctx.since if self.read_until is None else min(ctx.since, self.read_until)
-        hits = [h for h in scan_kernel_log(done.stdout, self.devices, self.controllers)
-                if h.t is not None and since < h.t <= ctx.end]
+        found = scan_kernel_log(done.stdout, self.devices, self.controllers)
+        untimed = [h for h in found if h.t is None]
+        if untimed:  # before the soak or in it, in which window: unknown, so not read
+            return HealthReading.failed(
+                f"{len(untimed)} storage error line(s) in the kernel log carry no time kvgate "
+                f"can read, so whether they fall in this window is unknown: "
+                f"{untimed[0].line!r} (`{' '.join(self.argv)}` must print ISO times)")
+        hits = [h for h in found if since < h.t <= ctx.end]
         self.read_until = ctx.end
         return hits_reading(hits)
