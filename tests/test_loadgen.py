@@ -78,6 +78,17 @@ class Server:
     async def do_nodone(self, request):
         return await self._stream(request, [chunk("a"), USAGE])
 
+    async def do_empty(self, request):  # a finish, no token, usage 0 (or none) and [DONE]
+        finish = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
+        return await self._stream(request, [f"data: {json.dumps(finish)}\n\n".encode(),
+                                            USAGE.replace(b'"completion_tokens": 3',
+                                                          b'"completion_tokens": 0'),
+                                            b"data: [DONE]\n\n"])
+
+    async def do_textless(self, request):  # three tokens whose text is empty, usage 3
+        return await self._stream(request, [chunk("", [1]), chunk("", [2]), chunk("", [3]),
+                                            USAGE, b"data: [DONE]\n\n"])
+
     async def do_garbage(self, request):
         return await self._stream(request, [chunk("a"), b"data: {not json\n\n"])
 
@@ -160,6 +171,22 @@ def test_each_fault_is_one_counted_outcome_with_its_reason(server, model, outcom
     [record] = run(server, [model], settings)
     assert record.outcome is outcome, record.error
     assert text in record.error and record.error
+
+
+def test_a_stream_that_sends_no_content_where_tokens_were_due_is_not_ok(server):
+    """Was OK: with no content event it had no TTFT, so every statistic passed over it and no
+    error rule counted it (a request the phase could not read, dropped as if never sent)."""
+    [record] = run(server, ["empty"])
+    assert record.outcome is RequestOutcome.PROTOCOL_ERROR and record.status == 200
+    assert record.error.endswith("stream ended without any content or token, though "
+                                 "ignore_eos asked for 3: no TTFT to time"), record.error
+    # Tokens whose text is empty (unfinished UTF-8 of a random-weight model) are the model's:
+    # the usage that counts them keeps the request OK, counted as ok_without_content.
+    [textless] = run(server, ["textless"])
+    assert textless.outcome is RequestOutcome.OK and textless.output_tokens == 3
+    # Without ignore_eos the engine may stop at once: then OK, counted as such by the summary.
+    [free] = run(server, ["empty"], LoadSettings(stall_timeout=5.0, ignore_eos=False))
+    assert free.outcome is RequestOutcome.OK and free.ttft is None
 
 
 def test_refused_connection_is_an_http_error_naming_the_host():

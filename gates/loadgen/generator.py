@@ -207,6 +207,10 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
             lost = f" (dropped: {stream.decoder.dropped})" if stream.decoder.dropped else ""
             return done(RequestOutcome.PROTOCOL_ERROR, status=200,
                         error=f"stream ended without [DONE]{lost}")
+        if _nothing_generated(stream, request, settings):
+            return done(RequestOutcome.PROTOCOL_ERROR, status=200,
+                        error=f"stream ended without any content or token, though ignore_eos "
+                              f"asked for {request.max_tokens}: no TTFT to time")
         return done(RequestOutcome.OK, status=200)
     except SSEProtocolError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, status=200, error=str(exc))
@@ -216,6 +220,17 @@ async def send(pool: Pool, endpoint: Endpoint, request: PlannedLike, settings: L
         return done(RequestOutcome.HTTP_ERROR, error=f"cannot connect: {exc.reason}")
     except HttpError as exc:
         return done(RequestOutcome.PROTOCOL_ERROR, error=f"stream broken: {exc!r}")
+
+
+def _nothing_generated(stream: ResponseStream, request: PlannedLike,
+                       settings: LoadSettings) -> bool:
+    """Tokens were due and the server says none came: as OK the request had no TTFT and
+    every statistic passed over it, as if it had not been sent. Tokens whose text is empty (a
+    byte of an unfinished UTF-8 character, one token asked for) are the model's, not a fault:
+    the usage that counts them keeps such a request OK (LoadSummary.ok_without_content)."""
+    generated = stream.usage.completion_tokens if stream.usage else None
+    return (not stream.content_ns and settings.ignore_eos and request.max_tokens > 0
+            and not generated)
 
 
 def release_times(count: int, settings: LoadSettings, trace_at: Sequence[float | None]) -> list:
