@@ -145,6 +145,21 @@ def test_the_collector_counts_the_target_device_named_as_a_dev_path():
     assert reading.status == "alert" and reading.values["hits"] == 4
 
 
+def test_a_device_named_by_a_by_id_link_counts_under_the_name_it_leads_to(tmp_path):
+    """A /dev/disk/by-id link ("nvme-Vendor_SERIAL") names no device the kernel logs: read by
+    its own name, the filter matched nothing and every error of the disk counted 0."""
+    (tmp_path / "nvme1n1").touch()
+    link = tmp_path / "by-id" / "nvme-Vendor_Model_SERIAL123"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "nvme1n1")
+    text = (KERNEL_DATA / "nvme_neighbours.log").read_text()
+    t0 = scan_kernel_log(text)[0].t
+    window = WindowContext(index=0, start=t0 - 1, end=t0 + 60, since=t0 - 1)
+    by_link = KernelLog(dmesg_then([text]), devices=[str(link)])
+    assert by_link.devices == ("nvme1n1",)
+    assert by_link.collect(window).values["hits"] == 4
+
+
 def test_lines_of_a_window_whose_read_failed_are_counted_in_the_next_read():
     text = (KERNEL_DATA / "nvme_neighbours.log").read_text()
     t0 = scan_kernel_log(text)[0].t

@@ -78,11 +78,16 @@ class Server:
     async def do_nodone(self, request):
         return await self._stream(request, [chunk("a"), USAGE])
 
-    async def do_empty(self, request):  # a finish, no token, usage 0 (or none) and [DONE]
+    async def do_empty(self, request):  # a finish, no token, usage 0 and [DONE]
         finish = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
         return await self._stream(request, [f"data: {json.dumps(finish)}\n\n".encode(),
                                             USAGE.replace(b'"completion_tokens": 3',
                                                           b'"completion_tokens": 0'),
+                                            b"data: [DONE]\n\n"])
+
+    async def do_bare(self, request):  # a finish and [DONE], no usage at all
+        finish = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
+        return await self._stream(request, [f"data: {json.dumps(finish)}\n\n".encode(),
                                             b"data: [DONE]\n\n"])
 
     async def do_textless(self, request):  # three tokens whose text is empty, usage 3
@@ -180,6 +185,8 @@ def test_a_stream_that_sends_no_content_where_tokens_were_due_is_not_ok(server):
     assert record.outcome is RequestOutcome.PROTOCOL_ERROR and record.status == 200
     assert record.error.endswith("stream ended without any content or token, though "
                                  "ignore_eos asked for 3: no TTFT to time"), record.error
+    [bare] = run(server, ["bare"])  # no usage: nothing says a token came either
+    assert bare.outcome is RequestOutcome.PROTOCOL_ERROR, bare
     # Tokens whose text is empty (unfinished UTF-8 of a random-weight model) are the model's:
     # the usage that counts them keeps the request OK, counted as ok_without_content.
     [textless] = run(server, ["textless"])
